@@ -1,0 +1,118 @@
+"""The one NinjaAPI: bearer API-key auth scoped to a workspace, and the error envelope every endpoint answers with."""
+
+from django.http import Http404, HttpRequest
+from django.utils import timezone
+from ninja import NinjaAPI, Schema
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.security import HttpBearer
+
+from .models import ApiKey
+
+
+class ApiError(Exception):
+    """An error with a type of the envelope; raised anywhere below an endpoint, answered in one place."""
+
+    status_by_type = {
+        "invalid_request": 400,
+        "authentication_error": 401,
+        "permission_error": 403,
+        "not_found": 404,
+        "conflict": 409,
+        "rate_limited": 429,
+    }
+
+    def __init__(self, type: str, message: str, detail=None, headers: dict | None = None):
+        super().__init__(message)
+        self.type = type
+        self.message = message
+        self.detail = detail
+        self.headers = headers or {}
+
+    @property
+    def status(self) -> int:
+        return self.status_by_type[self.type]
+
+
+class ApiKeyAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
+        key = ApiKey.authenticate(token)
+        if key is None:
+            return None
+        # last_used_at is informative; writing it at most once a minute keeps authentication off the write path.
+        now = timezone.now()
+        if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
+            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        request.workspace = key.workspace
+        request.api_key = key
+        return key
+
+
+api = NinjaAPI(
+    title="Pilothouse API",
+    version="1",
+    urls_namespace="api",
+    auth=ApiKeyAuth(),
+    docs_url="/docs",
+)
+
+
+def error_response(request: HttpRequest, status: int, type: str, message: str, detail=None, headers=None):
+    body = {"error": {"type": type, "message": message, "detail": detail}}
+    response = api.create_response(request, body, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+@api.exception_handler(ApiError)
+def on_api_error(request, exc: ApiError):
+    return error_response(request, exc.status, exc.type, exc.message, exc.detail, exc.headers)
+
+
+@api.exception_handler(AuthenticationError)
+def on_authentication_error(request, exc):
+    return error_response(
+        request,
+        401,
+        "authentication_error",
+        "A valid API key is required: send 'Authorization: Bearer <key>'. The key may be unknown, malformed, "
+        "expired or revoked.",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def describe_validation_errors(errors: list[dict]) -> tuple[str, list[dict]]:
+    """One readable sentence naming the fields, and the per-field detail."""
+    detail = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", []) if part not in ("body", "payload", "query", "path")]
+        detail.append({"field": ".".join(loc) or "(body)", "message": error.get("msg", "invalid")})
+    parts = [f"{item['field']}: {item['message']}" for item in detail[:5]]
+    return "Invalid request: " + "; ".join(parts), detail
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request, exc: ValidationError):
+    message, detail = describe_validation_errors(exc.errors)
+    return error_response(request, 400, "invalid_request", message, detail)
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request, exc: HttpError):
+    types = {400: "invalid_request", 401: "authentication_error", 403: "permission_error", 404: "not_found"}
+    return error_response(request, exc.status_code, types.get(exc.status_code, "invalid_request"), str(exc))
+
+
+class WorkspaceOut(Schema):
+    id: str
+    name: str
+
+
+@api.get("/workspace", response=WorkspaceOut, tags=["workspace"], summary="The workspace of the calling API key")
+def current_workspace(request):
+    return {"id": request.workspace.slug, "name": request.workspace.name}
+
+
+@api.exception_handler(Http404)
+def on_not_found(request, exc):
+    return error_response(request, 404, "not_found", str(exc) or "Not found.")

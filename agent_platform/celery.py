@@ -1,0 +1,11 @@
+"""The one Celery app: runs and judging are tasks on their own queues, configured from Django settings."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_platform.settings")
+
+app = Celery("agent_platform")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

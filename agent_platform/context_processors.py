@@ -1,0 +1,10 @@
+"""Template context shared by every page: the workspaces the signed-in user belongs to."""
+
+from .models import workspaces_of
+
+
+def workspace(request) -> dict:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    return {"user_workspaces": workspaces_of(user)}

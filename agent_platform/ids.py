@@ -1,0 +1,25 @@
+"""Public identifiers: a type prefix and random characters, so ids say what they name and cannot be enumerated."""
+
+import secrets
+
+ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def new_public_id(prefix: str) -> str:
+    return f"{prefix}_" + "".join(secrets.choice(ALPHABET) for _ in range(24))
+
+
+def session_id() -> str:
+    return new_public_id("sess")
+
+
+def run_id() -> str:
+    return new_public_id("run")
+
+
+def event_id() -> str:
+    return new_public_id("evt")
+
+
+def outcome_id() -> str:
+    return new_public_id("outc")

@@ -1,0 +1,212 @@
+"""Workspaces and who may act in them (members, API keys), and what model requests cost (requests, prices)."""
+
+import hashlib
+import hmac
+import secrets
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+API_KEY_PREFIX = "ph_"
+
+
+class Workspace(models.Model):
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=100, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MembershipQuerySet(models.QuerySet):
+    def for_user(self, user) -> "MembershipQuerySet":
+        return self.filter(user=user) if user.is_authenticated else self.none()
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        MEMBER = "member"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = MembershipQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["workspace__name", "user__username"]
+        constraints = [models.UniqueConstraint(fields=["user", "workspace"], name="membership_unique_user_workspace")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace} ({self.role})"
+
+
+def workspaces_of(user) -> models.QuerySet[Workspace]:
+    """The workspaces a user may see: those they are a member of, and nothing for anyone else."""
+    if not user.is_authenticated:
+        return Workspace.objects.none()
+    return Workspace.objects.filter(memberships__user=user)
+
+
+def hash_secret(secret: str) -> str:
+    # The secret is 32 random bytes, so a fast keyed hash is enough; no password-style stretching is needed.
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class ApiKeyQuerySet(models.QuerySet):
+    def active(self) -> "ApiKeyQuerySet":
+        now = timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+
+class ApiKey(models.Model):
+    """A workspace's API key: the secret is shown once at creation; only its hash and a visible prefix are kept."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    hashed_secret = models.CharField(max_length=64)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{API_KEY_PREFIX}{self.prefix}… ({self.workspace})"
+
+    @property
+    def display(self) -> str:
+        return f"{API_KEY_PREFIX}{self.prefix}…"
+
+    @property
+    def is_active(self) -> bool:
+        if self.revoked_at is not None:
+            return False
+        return self.expires_at is None or self.expires_at > timezone.now()
+
+    @classmethod
+    def issue(cls, workspace: Workspace, *, name: str = "", created_by=None, expires_at=None) -> tuple["ApiKey", str]:
+        """Create a key and return it with its full secret, which is never stored and cannot be shown again."""
+        prefix = secrets.token_hex(6)
+        secret = secrets.token_urlsafe(32)
+        key = cls.objects.create(
+            workspace=workspace,
+            name=name,
+            prefix=prefix,
+            hashed_secret=hash_secret(secret),
+            created_by=created_by,
+            expires_at=expires_at,
+        )
+        return key, f"{API_KEY_PREFIX}{prefix}_{secret}"
+
+    @classmethod
+    def authenticate(cls, token: str) -> "ApiKey | None":
+        """The active key a bearer token names, compared in constant time; None for anything else."""
+        if not token.startswith(API_KEY_PREFIX):
+            return None
+        prefix, sep, secret = token[len(API_KEY_PREFIX) :].partition("_")
+        if not sep or not prefix or not secret or len(prefix) > 16:
+            return None
+        key = cls.objects.active().select_related("workspace").filter(prefix=prefix).first()
+        if key is None or not hmac.compare_digest(key.hashed_secret, hash_secret(secret)):
+            return None
+        return key
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+
+class Speed(models.TextChoices):
+    STANDARD = "standard"
+    FAST = "fast"
+
+
+class Price(models.Model):
+    """What a model costs per million tokens from `valid_from` on; a later row for the same model replaces it."""
+
+    model = models.CharField(max_length=100)
+    speed = models.CharField(max_length=10, choices=Speed.choices, default=Speed.STANDARD)
+    input_per_mtok = models.DecimalField(max_digits=12, decimal_places=4)
+    output_per_mtok = models.DecimalField(max_digits=12, decimal_places=4)
+    cache_write_5m_per_mtok = models.DecimalField(max_digits=12, decimal_places=4)
+    cache_write_1h_per_mtok = models.DecimalField(max_digits=12, decimal_places=4)
+    cache_read_per_mtok = models.DecimalField(max_digits=12, decimal_places=4)
+    supports_vision = models.BooleanField(default=True)
+    valid_from = models.DateTimeField()
+
+    class Meta:
+        ordering = ["model", "speed", "-valid_from"]
+        constraints = [
+            models.UniqueConstraint(fields=["model", "speed", "valid_from"], name="price_unique_model_speed_from")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.speed}) from {self.valid_from:%Y-%m-%d}"
+
+    @classmethod
+    def in_force(cls, model: str, speed: str, at) -> "Price | None":
+        return cls.objects.filter(model=model, speed=speed, valid_from__lte=at).order_by("-valid_from").first()
+
+
+class ModelRequestQuerySet(models.QuerySet):
+    def for_workspace(self, workspace: Workspace) -> "ModelRequestQuerySet":
+        return self.filter(workspace=workspace)
+
+
+class ModelRequest(models.Model):
+    """One Messages API call and what it cost, priced when it was made so later price edits never rewrite it."""
+
+    class Source(models.TextChoices):
+        AGENT = "agent"
+        JUDGE = "judge"
+        EXTRACTION = "extraction"
+        COMPACTION = "compaction"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="model_requests")
+    run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="model_requests")
+    source = models.CharField(max_length=12, choices=Source.choices)
+    model = models.CharField(max_length=100)
+    speed = models.CharField(max_length=10, choices=Speed.choices, default=Speed.STANDARD)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_read_input_tokens = models.PositiveIntegerField(default=0)
+    cache_creation_input_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+    price = models.ForeignKey(Price, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # True when no price was in force for the model: billed at zero and shown in the admin, never hidden.
+    unpriced = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = ModelRequestQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["workspace", "created_at"], name="modelrequest_ws_created"),
+            models.Index(fields=["run", "source"], name="modelrequest_run_source"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.model} {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens

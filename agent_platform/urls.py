@@ -1,0 +1,17 @@
+"""Root URLs: the operator UI, the API under /api/v1, the admin, sign-in, and the bundled demo site."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from .api import api
+
+urlpatterns = [
+    path("", include("runs.urls")),
+    path("", include("agent_platform.web_urls")),
+    path("api/v1/", api.urls),
+    path("admin/", admin.site.urls),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("demo/", include("demo_site.urls")),
+]

@@ -1,0 +1,4 @@
+"""Demo site URLs."""
+
+app_name = "demo_site"
+urlpatterns: list = []

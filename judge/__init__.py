@@ -1,0 +1,1 @@
+"""The judge's second reading of finished runs, and outcome evaluation cycles against a rubric."""

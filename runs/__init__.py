@@ -1,0 +1,1 @@
+"""Sessions, runs and their events; the agent runtime that executes runs; the live viewer."""

@@ -1,0 +1,7 @@
+"""App config for sessions, runs and events."""
+
+from django.apps import AppConfig
+
+
+class RunsConfig(AppConfig):
+    name = "runs"

@@ -1,0 +1,112 @@
+"""A run's state changes: started, finished, cancel requested, and failing runs whose worker was lost."""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from .events import emit
+from .models import Run
+
+log = logging.getLogger(__name__)
+
+
+def mark_started(run: Run, worker: str) -> bool:
+    """Claim a queued run for this worker; False if it was already claimed, cancelled or finished."""
+    now = timezone.now()
+    with transaction.atomic():
+        claimed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
+            status=Run.Status.RUNNING, started_at=now, heartbeat_at=now, worker=worker
+        )
+        if not claimed:
+            return False
+        run.refresh_from_db()
+        emit(run, "run.started", {"model": run.model, "max_turns": run.max_turns, "scripted": run.scripted})
+    return True
+
+
+def heartbeat(run: Run) -> None:
+    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+
+
+def finish(
+    run: Run,
+    status: str,
+    *,
+    success: bool | None = None,
+    output: str = "",
+    data=None,
+    error_code: str = "",
+    error_message: str = "",
+    signals: dict | None = None,
+) -> bool:
+    """Record a run's end once: a run that already ended (by the reaper, say) keeps its first ending."""
+    now = timezone.now()
+    fields = {
+        "status": status,
+        "success": success,
+        "output": output,
+        "data": data,
+        "error_code": error_code,
+        "error_message": error_message,
+        "finished_at": now,
+    }
+    if signals is not None:
+        fields["signals"] = signals
+    with transaction.atomic():
+        changed = Run.objects.filter(pk=run.pk).exclude(status__in=Run.TERMINAL).update(**fields)
+        if not changed:
+            return False
+        run.refresh_from_db()
+        emit(
+            run,
+            "run.finished",
+            {
+                "status": status,
+                "success": success,
+                "error_code": error_code or None,
+                "error_message": error_message or None,
+            },
+        )
+    return True
+
+
+def request_cancel(run: Run) -> Run:
+    """Idempotent. A queued run is cancelled at once; a running one stops at the loop's next safe point."""
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=True).exclude(status__in=Run.TERMINAL).update(
+            cancel_requested_at=timezone.now()
+        )
+        run.refresh_from_db()
+        if run.status == Run.Status.QUEUED:
+            finish(
+                run,
+                Run.Status.CANCELLED,
+                error_code=Run.ErrorCode.CANCELLED,
+                error_message="Cancelled by an operator before it started.",
+            )
+    run.refresh_from_db()
+    return run
+
+
+def cancel_requested(run: Run) -> bool:
+    return Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()
+
+
+def reap_stale_runs(stale_after: timedelta | None = None) -> list[str]:
+    """Fail running runs whose worker stopped writing heartbeats: never re-executed, since a second execution
+    could repeat what the first already did on the web. Their events stay."""
+    stale_after = stale_after or timedelta(seconds=settings.RUN_STALE_AFTER_SECONDS)
+    cutoff = timezone.now() - stale_after
+    reaped = []
+    for run in Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=cutoff):
+        message = (
+            f"The worker running this run ({run.worker or 'unknown'}) stopped responding; the run was not "
+            "restarted, because repeating it could repeat what it already did on the web."
+        )
+        if finish(run, Run.Status.FAILED, success=None, error_code=Run.ErrorCode.WORKER_LOST, error_message=message):
+            log.warning("run %s failed: worker %s lost", run.public_id, run.worker)
+            reaped.append(run.public_id)
+    return reaped

