@@ -1,0 +1,52 @@
+"""The Anthropic client every model request goes through, and the one place a request's usage is recorded."""
+
+import logging
+
+import anthropic
+from django.conf import settings
+
+from runs.models import Run
+from runs.usage import record_model_request
+
+log = logging.getLogger(__name__)
+
+
+class ModelUnavailable(Exception):
+    """The model could not answer: the SDK's retries were exhausted, or the request failed for good."""
+
+
+def client() -> anthropic.Anthropic:
+    """A client with deliberate retries (429, 5xx, 529 and connection errors, with the SDK's backoff) and timeout."""
+    options = {
+        "max_retries": settings.MODEL_MAX_RETRIES,
+        "timeout": anthropic.Timeout(settings.MODEL_TIMEOUT_SECONDS, connect=10.0),
+    }
+    if settings.ANTHROPIC_BASE_URL:
+        options["base_url"] = settings.ANTHROPIC_BASE_URL
+    if settings.ANTHROPIC_API_KEY:
+        options["api_key"] = settings.ANTHROPIC_API_KEY
+    return anthropic.Anthropic(**options)
+
+
+def describe(error: Exception) -> str:
+    """A message an operator understands; never the request (it may hold page content) nor the key."""
+    if isinstance(error, anthropic.APIStatusError):
+        kind = {529: "overloaded", 429: "rate limited", 500: "failing", 503: "unavailable"}.get(error.status_code, "")
+        detail = f" ({kind})" if kind else ""
+        return f"The model API answered HTTP {error.status_code}{detail} after {settings.MODEL_MAX_RETRIES} retries."
+    if isinstance(error, anthropic.APITimeoutError):
+        return f"The model API did not answer within {settings.MODEL_TIMEOUT_SECONDS}s, retries included."
+    if isinstance(error, anthropic.APIConnectionError):
+        return "The model API could not be reached (connection failed or dropped), retries included."
+    return f"The model request failed: {type(error).__name__}."
+
+
+def create_message(run: Run, *, source: str, **params):
+    """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer."""
+    try:
+        message = client().beta.messages.create(**params)
+    except anthropic.APIError as error:
+        log.warning("model request for %s failed: %s", run.public_id, describe(error))
+        raise ModelUnavailable(describe(error)) from error
+    record_model_request(run, source=source, model=message.model or params.get("model", run.model), usage=message.usage)
+    return message

@@ -1,0 +1,115 @@
+"""The bounded output_schema subset: which schemas a run may ask for, and whether the agent's data satisfies one."""
+
+import json
+from dataclasses import dataclass
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+SCHEMA_MAX_BYTES = 8 * 1024
+DATA_MAX_BYTES = 64 * 1024
+ALLOWED_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "description",
+        "title",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "anyOf",
+        "oneOf",
+    }
+)
+SUPPORTED = ", ".join(sorted(ALLOWED_KEYWORDS))
+# Keywords whose value is a schema, a list of schemas, or a map of names to schemas; the walk descends into these.
+SUBSCHEMA = frozenset({"items", "additionalProperties"})
+SUBSCHEMA_LISTS = frozenset({"anyOf", "oneOf"})
+SUBSCHEMA_MAPS = frozenset({"properties"})
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    path: str
+    keyword: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+def serialized_size(value) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _walk(schema, path: str, problems: list[SchemaProblem]) -> None:
+    if isinstance(schema, bool):
+        return  # true/false are valid schemas (e.g. additionalProperties: false)
+    if not isinstance(schema, dict):
+        problems.append(SchemaProblem(path, "", "a schema must be an object or a boolean"))
+        return
+    for keyword, value in schema.items():
+        where = f"{path}.{keyword}"
+        if keyword not in ALLOWED_KEYWORDS:
+            problems.append(
+                SchemaProblem(where, keyword, f"the keyword '{keyword}' is not supported; supported: {SUPPORTED}")
+            )
+            continue
+        if keyword in SUBSCHEMA:
+            _walk(value, where, problems)
+        elif keyword in SUBSCHEMA_LISTS:
+            if not isinstance(value, list) or not value:
+                problems.append(SchemaProblem(where, keyword, f"'{keyword}' must be a non-empty list of schemas"))
+                continue
+            for index, item in enumerate(value):
+                _walk(item, f"{where}[{index}]", problems)
+        elif keyword in SUBSCHEMA_MAPS:
+            if not isinstance(value, dict):
+                problems.append(SchemaProblem(where, keyword, f"'{keyword}' must map property names to schemas"))
+                continue
+            for name, item in value.items():
+                _walk(item, f"{where}.{name}", problems)
+
+
+def schema_problems(schema) -> list[SchemaProblem]:
+    """Why a schema cannot be a run's output_schema; an empty list means it can."""
+    if not isinstance(schema, dict):
+        return [SchemaProblem("$", "", "output_schema must be a JSON object")]
+    size = serialized_size(schema)
+    if size > SCHEMA_MAX_BYTES:
+        return [SchemaProblem("$", "", f"output_schema is {size} bytes; the limit is {SCHEMA_MAX_BYTES} bytes")]
+    problems: list[SchemaProblem] = []
+    if schema.get("type") != "object":
+        problems.append(SchemaProblem("$.type", "type", 'the root must be an object schema ("type": "object")'))
+    _walk(schema, "$", problems)
+    if problems:
+        return problems
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        keyword = str(error.absolute_path[-1]) if error.absolute_path else ""
+        return [SchemaProblem(where, keyword, f"not a valid JSON Schema: {error.message}")]
+    return []
+
+
+def _data_path(path) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def data_problems(schema: dict, data) -> list[str]:
+    """Why `data` is not acceptable as the run's data under `schema`; an empty list means it is accepted."""
+    size = serialized_size(data)
+    if size > DATA_MAX_BYTES:
+        return [f"at $: data is {size} bytes serialized; the limit is {DATA_MAX_BYTES} bytes"]
+    validator = Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (list(e.absolute_path), e.message))
+    return [f"at {_data_path(error.absolute_path)}: {error.message}" for error in errors[:20]]
