@@ -1,0 +1,828 @@
+"""The Playwright driver of the SDK's browser toolset: one shared Chromium per worker, one BrowserContext per run."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import contextlib
+import hashlib
+import inspect
+import logging
+import re
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from anthropic.tools import ToolError
+from anthropic.tools.browser import (
+    BetaAsyncAbstractBrowserToolset20260801,
+    BetaBrowserNavigateResult,
+    BetaBrowserState,
+    BetaConfirmContext,
+    BetaDialogDismissed,
+    BetaNavigationRefused,
+    BetaScreenshotResult,
+    BetaToolsetCallContext,
+    TabMissingError,
+)
+from anthropic.types.beta import (
+    BetaBrowserCloseTabInput,
+    BetaBrowserDoubleClickInput,
+    BetaBrowserFindInput,
+    BetaBrowserFormInputInput,
+    BetaBrowserGetPageTextInput,
+    BetaBrowserHoverInput,
+    BetaBrowserJavascriptExecInput,
+    BetaBrowserKeyInput,
+    BetaBrowserLeftClickInput,
+    BetaBrowserListTabsInput,
+    BetaBrowserNavigateInput,
+    BetaBrowserNewTabInput,
+    BetaBrowserReadPageInput,
+    BetaBrowserRightClickInput,
+    BetaBrowserScreenshotInput,
+    BetaBrowserScrollInput,
+    BetaBrowserScrollToInput,
+    BetaBrowserStateTabEntryParam,
+    BetaBrowserSwitchTabInput,
+    BetaBrowserTripleClickInput,
+    BetaBrowserTypeInput,
+    BetaBrowserWaitInput,
+)
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Dialog,
+    Frame,
+    Locator,
+    Page,
+    Playwright,
+    Request,
+    async_playwright,
+)
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+from runs.agent.network_guard import BlockedRequest, NetworkGuard, normalize_url
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+DEFAULT_VIEWPORT = (1280, 800)
+READ_PAGE_MAX_CHARS = 50_000  # the tool's documented cap
+PAGE_TEXT_MAX_CHARS = 50_000
+FINAL_VIEW_TEXT_MAX_CHARS = 20_000
+FIND_MAX_MATCHES = 20
+ACTION_TIMEOUT_MS = 10_000
+NAVIGATION_TIMEOUT_MS = 30_000
+LOAD_GRACE_MS = 5_000
+NAVIGATION_START_WINDOW_SECONDS = 0.1
+SCROLL_PIXELS_PER_NOTCH = 100
+MAX_WAIT_SECONDS = 30.0
+TRUNCATED = "\n[… truncated]"
+
+# Roles an agent acts on; read_page(filter="interactive") keeps the lines with these (and their ancestors' nothing).
+INTERACTIVE_ROLES = frozenset(
+    {
+        "button",
+        "checkbox",
+        "combobox",
+        "link",
+        "listbox",
+        "menuitem",
+        "menuitemcheckbox",
+        "menuitemradio",
+        "option",
+        "radio",
+        "searchbox",
+        "slider",
+        "spinbutton",
+        "switch",
+        "tab",
+        "textbox",
+        "treeitem",
+    }
+)
+REF_IN_LINE = re.compile(r"\[ref=([a-z0-9]+)\]")
+ROLE_OF_LINE = re.compile(r"^\s*- ([a-z]+)")
+
+# xdotool-style names the model uses, mapped to Playwright's key names.
+KEY_ALIASES = {
+    "return": "Enter",
+    "enter": "Enter",
+    "backspace": "Backspace",
+    "tab": "Tab",
+    "escape": "Escape",
+    "esc": "Escape",
+    "space": "Space",
+    "delete": "Delete",
+    "del": "Delete",
+    "insert": "Insert",
+    "home": "Home",
+    "end": "End",
+    "page_up": "PageUp",
+    "pageup": "PageUp",
+    "prior": "PageUp",
+    "page_down": "PageDown",
+    "pagedown": "PageDown",
+    "next": "PageDown",
+    "up": "ArrowUp",
+    "down": "ArrowDown",
+    "left": "ArrowLeft",
+    "right": "ArrowRight",
+    "arrowup": "ArrowUp",
+    "arrowdown": "ArrowDown",
+    "arrowleft": "ArrowLeft",
+    "arrowright": "ArrowRight",
+    "ctrl": "Control",
+    "control": "Control",
+    "control_l": "Control",
+    "shift": "Shift",
+    "shift_l": "Shift",
+    "alt": "Alt",
+    "alt_l": "Alt",
+    "option": "Alt",
+    "cmd": "Meta",
+    "command": "Meta",
+    "meta": "Meta",
+    "super": "Meta",
+    "win": "Meta",
+}
+KEY_ALIASES.update({f"f{n}": f"F{n}" for n in range(1, 13)})
+MODIFIER_KEYS = frozenset({"Control", "Shift", "Alt", "Meta"})
+
+
+class BrowserHost:
+    """One Chromium per worker process, driven from a private asyncio loop in a daemon thread.
+
+    Synchronous code (a Celery task thread) submits coroutines with `host.run(coro, timeout=...)`; every Playwright
+    object (contexts, pages, toolsets) lives on that loop, so everything touching them must go through `run`.
+    Chromium starts on the first `new_context` and is relaunched there when it crashed or disconnected.
+    """
+
+    def __init__(
+        self,
+        executable_path: str | None = "/usr/bin/chromium",
+        *,
+        args: tuple[str, ...] = CHROMIUM_ARGS,
+        headless: bool = True,
+    ) -> None:
+        self.executable_path = executable_path
+        self.args = args
+        self.headless = headless
+        self._playwright: Playwright | None = None
+        self._browser: Browser | None = None
+        self._launch_lock: asyncio.Lock | None = None
+        self._closed = False
+        self.launch_count = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="browser-host", daemon=True)
+        self._thread.start()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run `coro` on the host's loop and return its result; on timeout the coroutine is cancelled."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("BrowserHost.run was called from the host's own loop; await the coroutine instead")
+        if self._closed:
+            coro.close()
+            raise RuntimeError("this BrowserHost is closed")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
+
+    @property
+    def is_connected(self) -> bool:
+        return self._browser is not None and self._browser.is_connected()
+
+    async def _ensure_browser(self) -> Browser:
+        if self._launch_lock is None:
+            self._launch_lock = asyncio.Lock()
+        async with self._launch_lock:
+            if self._browser is not None and self._browser.is_connected():
+                return self._browser
+            if self._browser is not None:
+                log.warning("Chromium disconnected; relaunching")
+                self._browser = None
+            try:
+                return await self._launch()
+            except PlaywrightError:
+                # the Playwright driver itself may have died with the browser: start it afresh once
+                log.warning("Chromium launch failed; restarting Playwright and retrying", exc_info=True)
+                await self._stop_playwright()
+                return await self._launch()
+
+    async def _launch(self) -> Browser:
+        if self._playwright is None:
+            self._playwright = await async_playwright().start()
+        browser = await self._playwright.chromium.launch(
+            executable_path=self.executable_path, headless=self.headless, args=list(self.args)
+        )
+        browser.on("disconnected", self._on_disconnected)
+        self._browser = browser
+        self.launch_count += 1
+        return browser
+
+    def _on_disconnected(self, browser: Browser) -> None:
+        if self._browser is browser:
+            self._browser = None
+
+    async def new_context(
+        self, storage_state: dict[str, Any] | None = None, viewport: tuple[int, int] = DEFAULT_VIEWPORT
+    ) -> BrowserContext:
+        """A fresh BrowserContext (one per run) on the shared Chromium, optionally carrying a saved storage state."""
+        if self._closed:
+            raise RuntimeError("this BrowserHost is closed")
+        browser = await self._ensure_browser()
+        width, height = viewport
+        return await browser.new_context(
+            storage_state=storage_state,  # type: ignore[arg-type]
+            viewport={"width": width, "height": height},
+            device_scale_factor=1,
+            # a service worker's requests bypass context.route, so the network guard could not see them
+            service_workers="block",
+            accept_downloads=False,
+        )
+
+    async def _stop_playwright(self) -> None:
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            try:
+                await browser.close()
+            except PlaywrightError:
+                pass
+        playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            try:
+                await playwright.stop()
+            except Exception:
+                log.warning("Playwright did not stop cleanly", exc_info=True)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Close Chromium and the Playwright driver, then stop the loop thread. Idempotent."""
+        if self._closed:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._stop_playwright(), self._loop).result(timeout)
+        finally:
+            self._closed = True
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)
+            if not self._thread.is_alive():
+                self._loop.close()
+
+
+async def approve(context: BetaConfirmContext) -> bool:
+    """The confirm callable used when JavaScript is enabled: the operator enabled it for the whole run."""
+    return True
+
+
+class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
+    """The browser toolset of one run, driving the pages of one BrowserContext.
+
+    Tabs get stable ids (`tab_1`, `tab_2`, …). Element references are Playwright's aria refs (`e12`) as `read_page`
+    and `find` print them; `ref_e12`, `ref=e12` and `[ref=e12]` are accepted too. Native dialogs are dismissed and
+    reported. Members not implemented here are reported disabled by the SDK.
+    """
+
+    def __init__(
+        self,
+        *,
+        context: BrowserContext,
+        on_screenshot: Callable[[bytes], Awaitable[str] | str] | None = None,
+        url_policy: Callable[..., Any] | None = None,
+        network_guard: NetworkGuard | None = None,
+        allow_javascript: bool = False,
+    ) -> None:
+        configs: dict[str, Any] = {"javascript_exec": {"enabled": bool(allow_javascript)}}
+        policy = url_policy
+        if policy is None and network_guard is not None:
+            policy = network_guard.url_policy
+        kwargs: dict[str, Any] = {"configs": configs}
+        if policy is not None:
+            kwargs["url_policy"] = policy
+        if allow_javascript:
+            kwargs["confirm"] = approve
+        super().__init__(**kwargs)
+        self.context = context
+        self.on_screenshot = on_screenshot
+        self.network_guard = network_guard
+        self.last_screenshot_url: str | None = None
+        self._tabs: dict[str, Page] = {}
+        self._next_tab = 1
+        self._active: str | None = None
+        self._changes: list[Any] = []
+        self._navigating = False
+        self._guard_installed = False
+        context.on("page", self._register)
+        for page in context.pages:
+            self._register(page, opened=False)
+
+    # --- lifecycle and runtime hooks ------------------------------------------------------------
+
+    async def install_guard(self) -> None:
+        """Install the network guard on the context (done by `open`; call it first if you navigate otherwise)."""
+        if self.network_guard is not None and not self._guard_installed:
+            self._guard_installed = True
+            await self.network_guard.install(self.context, on_block=self._on_blocked)
+
+    async def open(self, url: str) -> BetaBrowserNavigateResult:
+        """Navigate the first tab (created if needed) to the run's start URL. The network guard applies; the
+        `url_policy` does not (it is for the model's navigations) but the guard refuses the same URLs."""
+        await self.install_guard()
+        if self.network_guard is not None:
+            refusal = await self.network_guard.url_refusal(normalize_url(url))
+            if refusal is not None:
+                raise ToolError(f"Navigation refused by the network policy: {refusal}.")
+        page = await self._page(None)
+        return await self._goto(page, url)
+
+    async def page_fingerprint(self) -> str:
+        """A short hash of the active tab's URL and accessibility tree, to detect a page that stopped changing."""
+        page = await self._page(None)
+        try:
+            snapshot = await page.aria_snapshot(timeout=ACTION_TIMEOUT_MS)
+        except PlaywrightError:
+            snapshot = ""
+        return hashlib.sha256(f"{page.url}\n{snapshot}".encode()).hexdigest()[:16]
+
+    async def final_view(self) -> dict[str, Any]:
+        """What the judge reads: url, title, text (bounded) and a viewport PNG of the active tab."""
+        page = await self._page(None)
+        text = await self._page_text(page, FINAL_VIEW_TEXT_MAX_CHARS)
+        return {
+            "url": page.url,
+            "title": await self._title(page),
+            "text": text,
+            "screenshot_png": await page.screenshot(type="png", timeout=ACTION_TIMEOUT_MS),
+        }
+
+    async def storage_state(self) -> dict[str, Any]:
+        """Cookies and localStorage of the context, for a follow-up run to continue from."""
+        return dict(await self.context.storage_state())
+
+    async def close(self) -> None:
+        await super().close()
+        try:
+            await self.context.close()
+        except PlaywrightError:
+            pass  # the browser is already gone
+
+    # --- tabs -------------------------------------------------------------------------------------
+
+    def _register(self, page: Page, opened: bool = True) -> str:
+        for tab_id, known in self._tabs.items():
+            if known is page:
+                return tab_id
+        tab_id = f"tab_{self._next_tab}"
+        self._next_tab += 1
+        self._tabs[tab_id] = page
+        page.set_default_timeout(ACTION_TIMEOUT_MS)
+        page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
+        page.on("dialog", self._on_dialog)
+        page.on("close", lambda closed: self._forget(closed))
+        # a tab the page opened (target=_blank, window.open) comes to the front, as in a desktop browser
+        self._active = tab_id
+        if opened:
+            self._changes.append({"type": "tab_opened", "tab_id": tab_id})
+        return tab_id
+
+    def _forget(self, page: Page) -> None:
+        for tab_id, known in list(self._tabs.items()):
+            if known is page:
+                del self._tabs[tab_id]
+                if self._active == tab_id:
+                    self._active = next(reversed(self._tabs), None)
+
+    def _tab_id(self, page: Page) -> str:
+        return next(tab_id for tab_id, known in self._tabs.items() if known is page)
+
+    async def _page(self, tab_id: str | None) -> Page:
+        if tab_id:
+            page = self._tabs.get(tab_id)
+            if page is None or page.is_closed():
+                raise TabMissingError()
+            return page
+        if self._active is not None and not self._tabs[self._active].is_closed():
+            return self._tabs[self._active]
+        page = await self.context.new_page()
+        self._register(page, opened=False)
+        return page
+
+    async def _on_dialog(self, dialog: Dialog) -> None:
+        self._changes.append(BetaDialogDismissed(kind=dialog.type, message=dialog.message))
+        try:
+            # refusing a beforeunload would pin the tab to the page; every other dialog is declined
+            if dialog.type == "beforeunload":
+                await dialog.accept()
+            else:
+                await dialog.dismiss()
+        except PlaywrightError:
+            pass
+
+    def _on_blocked(self, blocked: BlockedRequest) -> None:
+        if blocked.is_navigation and not self._navigating:
+            self._changes.append(BetaNavigationRefused())
+
+    async def _title(self, page: Page) -> str:
+        try:
+            return await page.title()
+        except PlaywrightError:
+            return ""  # mid-navigation
+
+    async def _entry(self, tab_id: str) -> BetaBrowserStateTabEntryParam:
+        page = self._tabs[tab_id]
+        return {"tab_id": tab_id, "title": await self._title(page), "url": page.url, "active": tab_id == self._active}
+
+    async def _browser_state(self, context: BetaToolsetCallContext) -> BetaBrowserState:
+        tabs = [await self._entry(tab_id) for tab_id in list(self._tabs)]
+        changes, self._changes = self._changes, []
+        return BetaBrowserState(tabs=tabs, state_changes=changes)
+
+    async def list_tabs(
+        self, context: BetaToolsetCallContext, input: BetaBrowserListTabsInput
+    ) -> list[BetaBrowserStateTabEntryParam]:
+        return [await self._entry(tab_id) for tab_id in list(self._tabs)]
+
+    async def new_tab(
+        self, context: BetaToolsetCallContext, input: BetaBrowserNewTabInput
+    ) -> BetaBrowserStateTabEntryParam:
+        page = await self.context.new_page()
+        tab_id = self._register(page)
+        self._active = tab_id
+        return await self._entry(tab_id)
+
+    async def switch_tab(
+        self, context: BetaToolsetCallContext, input: BetaBrowserSwitchTabInput
+    ) -> BetaBrowserStateTabEntryParam:
+        page = await self._page(input.tab_id)
+        self._active = input.tab_id
+        await page.bring_to_front()
+        return await self._entry(input.tab_id)
+
+    async def close_tab(self, context: BetaToolsetCallContext, input: BetaBrowserCloseTabInput) -> None:
+        page = await self._page(input.tab_id)
+        await page.close()
+        self._forget(page)
+
+    # --- navigation and reading -----------------------------------------------------------------
+
+    async def navigate(
+        self, context: BetaToolsetCallContext, input: BetaBrowserNavigateInput
+    ) -> BetaBrowserNavigateResult:
+        await self.install_guard()
+        page = await self._page(input.tab_id)
+        word = input.url.strip().lower()
+        if word in ("back", "forward", "reload"):
+            self._navigating = True
+            try:
+                if word == "back":
+                    response = await page.go_back(wait_until="domcontentloaded")
+                elif word == "forward":
+                    response = await page.go_forward(wait_until="domcontentloaded")
+                else:
+                    response = await page.reload(wait_until="domcontentloaded")
+            finally:
+                self._navigating = False
+            if response is None and word != "reload":
+                raise ToolError(f"There is no page to go {word} to.")
+            return BetaBrowserNavigateResult(
+                url=page.url, title=await self._title(page), status=response.status if response else None
+            )
+        return await self._goto(page, input.url)
+
+    async def _goto(self, page: Page, url: str) -> BetaBrowserNavigateResult:
+        target = normalize_url(url)
+        self._navigating = True
+        try:
+            response = await page.goto(target, wait_until="domcontentloaded")
+        except PlaywrightError as exc:
+            refusal = self.network_guard.last_refusal_for(target) if self.network_guard else None
+            if refusal is not None:
+                raise ToolError(f"Navigation refused by the network policy: {refusal}.") from None
+            raise ToolError(f"Navigation to {target} failed: {first_line(exc)}") from None
+        finally:
+            self._navigating = False
+        try:
+            await page.wait_for_load_state("load", timeout=LOAD_GRACE_MS)
+        except PlaywrightTimeoutError:
+            pass  # a slow subresource: the document is there, the agent can wait or read
+        return BetaBrowserNavigateResult(
+            url=page.url, title=await self._title(page), status=response.status if response else None
+        )
+
+    async def read_page(self, context: BetaToolsetCallContext, input: BetaBrowserReadPageInput) -> str:
+        page = await self._page(input.tab_id)
+        depth = input.depth if input.depth is not None else 15
+        if input.ref:
+            snapshot = await self._locator(page, input.ref).aria_snapshot(mode="ai", depth=depth)
+        else:
+            snapshot = await page.aria_snapshot(mode="ai", depth=depth)
+        if input.filter == "interactive":
+            snapshot = "\n".join(line for line in snapshot.splitlines() if line_role(line) in INTERACTIVE_ROLES)
+        return bounded(snapshot, READ_PAGE_MAX_CHARS)
+
+    async def find(self, context: BetaToolsetCallContext, input: BetaBrowserFindInput) -> str:
+        page = await self._page(input.tab_id)
+        snapshot = await page.aria_snapshot(mode="ai")
+        matches = rank_snapshot_lines(snapshot, input.query)[:FIND_MAX_MATCHES]
+        if not matches:
+            return f"No element matches {input.query!r}. Try read_page for the whole tree."
+        return "\n".join(matches)
+
+    async def get_page_text(self, context: BetaToolsetCallContext, input: BetaBrowserGetPageTextInput) -> str:
+        page = await self._page(input.tab_id)
+        return await self._page_text(page, PAGE_TEXT_MAX_CHARS)
+
+    async def _page_text(self, page: Page, limit: int) -> str:
+        try:
+            text = await page.evaluate("() => document.body ? document.body.innerText : ''")
+        except PlaywrightError:
+            text = ""
+        return bounded(str(text or ""), limit)
+
+    async def screenshot(
+        self, context: BetaToolsetCallContext, input: BetaBrowserScreenshotInput
+    ) -> BetaScreenshotResult:
+        page = await self._page(input.tab_id)
+        png = await self._screenshot(page)
+        return BetaScreenshotResult(data=base64.b64encode(png).decode("ascii"), media_type="image/png")
+
+    async def _screenshot(self, page: Page) -> bytes:
+        png = await page.screenshot(type="png", timeout=ACTION_TIMEOUT_MS)
+        if self.on_screenshot is not None:
+            stored = self.on_screenshot(png)
+            if inspect.isawaitable(stored):
+                stored = await stored
+            self.last_screenshot_url = stored
+        return png
+
+    async def wait(self, context: BetaToolsetCallContext, input: BetaBrowserWaitInput) -> str | None:
+        await asyncio.sleep(max(0.0, min(float(input.duration), MAX_WAIT_SECONDS)))
+        return None
+
+    # --- acting -----------------------------------------------------------------------------------
+
+    def _locator(self, page: Page, ref: str) -> Locator:
+        return page.locator(f"aria-ref={normalize_ref(ref)}")
+
+    async def _click(self, input: Any, *, button: str = "left", click_count: int = 1) -> str | None:
+        page = await self._page(input.tab_id)
+        modifiers = parse_chord(input.modifiers) if input.modifiers else []
+        target = input.target
+        if target.type == "ref":
+            action = self._locator(page, target.ref).click(
+                button=button,  # type: ignore[arg-type]
+                click_count=click_count,
+                modifiers=modifiers,  # type: ignore[arg-type]
+            )
+        else:
+            action = click_at(page, target.x, target.y, button=button, click_count=click_count, modifiers=modifiers)
+        await settled(page, action)
+        return None
+
+    async def left_click(self, context: BetaToolsetCallContext, input: BetaBrowserLeftClickInput) -> str | None:
+        return await self._click(input)
+
+    async def right_click(self, context: BetaToolsetCallContext, input: BetaBrowserRightClickInput) -> str | None:
+        return await self._click(input, button="right")
+
+    async def double_click(self, context: BetaToolsetCallContext, input: BetaBrowserDoubleClickInput) -> str | None:
+        return await self._click(input, click_count=2)
+
+    async def triple_click(self, context: BetaToolsetCallContext, input: BetaBrowserTripleClickInput) -> str | None:
+        return await self._click(input, click_count=3)
+
+    async def hover(self, context: BetaToolsetCallContext, input: BetaBrowserHoverInput) -> str | None:
+        page = await self._page(input.tab_id)
+        if input.target.type == "ref":
+            await self._locator(page, input.target.ref).hover()
+        else:
+            await page.mouse.move(input.target.x, input.target.y)
+        return None
+
+    async def type(self, context: BetaToolsetCallContext, input: BetaBrowserTypeInput) -> str | None:
+        page = await self._page(input.tab_id)
+        await page.keyboard.type(input.text)
+        return None
+
+    async def key(self, context: BetaToolsetCallContext, input: BetaBrowserKeyInput) -> str | None:
+        page = await self._page(input.tab_id)
+        presses = [playwright_key_chord(chord) for chord in input.text.split()]
+        if not presses:
+            raise ToolError("No key was given.")
+        await settled(page, press_keys(page, presses, max(1, input.repeat or 1)))
+        return None
+
+    async def form_input(self, context: BetaToolsetCallContext, input: BetaBrowserFormInputInput) -> str | None:
+        page = await self._page(input.tab_id)
+        locator = self._locator(page, input.target.ref)
+        kind = await locator.evaluate(
+            "el => el.tagName === 'SELECT' ? 'select' : (el.type === 'checkbox' || el.type === 'radio'"
+            " || ['checkbox', 'radio', 'switch'].includes(el.getAttribute('role'))) ? 'check' : 'fill'"
+        )
+        value = input.value
+        if kind == "check":
+            await locator.set_checked(as_bool(value))
+        elif kind == "select":
+            text = value_text(value)
+            try:
+                await locator.select_option(value=text, timeout=2_000)
+            except PlaywrightError:
+                await locator.select_option(label=text)
+        else:
+            await locator.fill(value_text(value))
+        return None
+
+    async def scroll(self, context: BetaToolsetCallContext, input: BetaBrowserScrollInput) -> str | None:
+        page = await self._page(input.tab_id)
+        distance = SCROLL_PIXELS_PER_NOTCH * max(1, min(input.scroll_amount or 3, 10))
+        dx, dy = {"up": (0, -distance), "down": (0, distance), "left": (-distance, 0), "right": (distance, 0)}[
+            input.scroll_direction
+        ]
+        # window.scrollBy, not mouse.wheel: with --disable-gpu a screenshot right after a wheel comes back blank
+        await page.evaluate(SCROLL_AT_POINT, {"x": input.target.x, "y": input.target.y, "dx": dx, "dy": dy})
+        return None
+
+    async def scroll_to(self, context: BetaToolsetCallContext, input: BetaBrowserScrollToInput) -> str | None:
+        page = await self._page(input.tab_id)
+        await self._locator(page, input.target.ref).scroll_into_view_if_needed()
+        return None
+
+    async def javascript_exec(self, context: BetaToolsetCallContext, input: BetaBrowserJavascriptExecInput) -> str:
+        page = await self._page(input.tab_id)
+        # an expression, as the tool says ("do NOT use return"); eval keeps statements working too
+        result = await page.evaluate(
+            "code => { const value = (0, eval)(code); return value === undefined ? 'undefined' : JSON.stringify(value) ?? String(value); }",
+            input.text,
+        )
+        return bounded(str(result), PAGE_TEXT_MAX_CHARS)
+
+
+# Scroll the nearest scrollable ancestor of the element under the point, else the window, without animation.
+SCROLL_AT_POINT = """({x, y, dx, dy}) => {
+  let el = document.elementFromPoint(x, y);
+  while (el && el !== document.body && el !== document.documentElement) {
+    const style = getComputedStyle(el);
+    const canY = dy && /(auto|scroll)/.test(style.overflowY) && el.scrollHeight > el.clientHeight;
+    const canX = dx && /(auto|scroll)/.test(style.overflowX) && el.scrollWidth > el.clientWidth;
+    if (canY || canX) { el.scrollBy({left: dx, top: dy, behavior: 'instant'}); return; }
+    el = el.parentElement;
+  }
+  window.scrollBy({left: dx, top: dy, behavior: 'instant'});
+}"""
+
+
+async def settled(page: Page, action: Awaitable[Any]) -> None:
+    """Run an action, then wait for a navigation or popup it started to reach DOMContentLoaded.
+
+    A click's navigation starts a few milliseconds after the click returns, when the current document still counts as
+    loaded, so `wait_for_load_state` alone would return at once and the next read would see the old page.
+    """
+    loop = asyncio.get_running_loop()
+    started: asyncio.Future[None] = loop.create_future()
+    finished = asyncio.Event()
+    popups: list[Page] = []
+
+    def on_request(request: Request) -> None:
+        if request.is_navigation_request() and request.frame == page.main_frame and not started.done():
+            started.set_result(None)
+
+    def on_failed(request: Request) -> None:
+        if request.is_navigation_request() and request.frame == page.main_frame:
+            finished.set()
+
+    def on_navigated(frame: Frame) -> None:
+        if frame == page.main_frame:
+            finished.set()
+
+    def on_popup(popup: Page) -> None:
+        popups.append(popup)
+
+    page.on("request", on_request)
+    page.on("requestfailed", on_failed)
+    page.on("framenavigated", on_navigated)
+    page.context.on("page", on_popup)
+    try:
+        await action
+        try:
+            await asyncio.wait_for(asyncio.shield(started), NAVIGATION_START_WINDOW_SECONDS)
+        except TimeoutError:
+            pass
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(finished.wait(), LOAD_GRACE_MS / 1000)
+            with contextlib.suppress(PlaywrightError):
+                await page.wait_for_load_state("domcontentloaded", timeout=LOAD_GRACE_MS)
+        for popup in popups:
+            with contextlib.suppress(PlaywrightError):
+                await popup.wait_for_load_state("domcontentloaded", timeout=LOAD_GRACE_MS)
+    finally:
+        page.remove_listener("request", on_request)
+        page.remove_listener("requestfailed", on_failed)
+        page.remove_listener("framenavigated", on_navigated)
+        page.context.remove_listener("page", on_popup)
+
+
+async def click_at(page: Page, x: int, y: int, *, button: str, click_count: int, modifiers: list[str]) -> None:
+    for key in modifiers:
+        await page.keyboard.down(key)
+    try:
+        await page.mouse.click(x, y, button=button, click_count=click_count)  # type: ignore[arg-type]
+    finally:
+        for key in reversed(modifiers):
+            await page.keyboard.up(key)
+
+
+async def press_keys(page: Page, chords: list[str], repeat: int) -> None:
+    for _ in range(repeat):
+        for chord in chords:
+            await page.keyboard.press(chord)
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(TRUNCATED)] + TRUNCATED
+
+
+def normalize_ref(ref: str) -> str:
+    """Playwright's ref (`e12`, `f1e3`) from what the model wrote: `e12`, `ref_e12`, `ref=e12`, `[ref=e12]`."""
+    ref = ref.strip().strip("[]")
+    for prefix in ("ref=", "ref_", "ref-"):
+        if ref.startswith(prefix):
+            ref = ref[len(prefix) :]
+    if ref.isdigit():  # "ref_7" in the tool's own examples
+        ref = f"e{ref}"
+    return ref
+
+
+def line_role(line: str) -> str | None:
+    match = ROLE_OF_LINE.match(line)
+    return match.group(1) if match else None
+
+
+def rank_snapshot_lines(snapshot: str, query: str) -> list[str]:
+    """Snapshot lines with a ref that share words with `query`, best first; a role word ("button") counts too."""
+    words = [word for word in re.findall(r"[\w-]+", query.lower()) if len(word) > 1]
+    scored: list[tuple[int, int, str]] = []
+    for index, line in enumerate(snapshot.splitlines()):
+        if not REF_IN_LINE.search(line):
+            continue
+        lowered = line.lower()
+        score = sum(2 if f'"{word}' in lowered or f" {word}" in lowered else 1 for word in words if word in lowered)
+        if score:
+            scored.append((-score, index, line.strip()))
+    return [line for _, _, line in sorted(scored)]
+
+
+def playwright_key_chord(chord: str) -> str:
+    """`ctrl+shift+Return` → `Control+Shift+Enter`; single characters pass through."""
+    return "+".join(playwright_key(part) for part in chord.split("+") if part)
+
+
+def playwright_key(name: str) -> str:
+    if len(name) == 1:
+        return name
+    return KEY_ALIASES.get(name.lower(), name)
+
+
+def parse_chord(modifiers: str) -> list[str]:
+    keys = [playwright_key(part) for part in re.split(r"[+\s]+", modifiers) if part]
+    unknown = [key for key in keys if key not in MODIFIER_KEYS]
+    if unknown:
+        raise ToolError(f"Not a modifier key: {', '.join(unknown)} (use shift, ctrl, alt or cmd).")
+    return keys
+
+
+def as_bool(value: object) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on", "checked")
+    return bool(value)
+
+
+def value_text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
