@@ -2,31 +2,40 @@
 PYTHON ?= $(shell command -v python3.12 || command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
 
-.PHONY: run test lint screenshots bench clean
+.PHONY: run test lint screenshots clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e . --group test
-	touch $(STAMP)
 
-run: $(STAMP)
+# The stamps make a second `make run` start at once; pyproject.toml changing reinstalls.
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e . --group test
+	touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
 	$(BIN)/python scripts/run.py
 
 # Tests talk to real services: PostgreSQL and Redis on this machine unless DATABASE_URL / REDIS_URL say otherwise.
 test: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 test: export REDIS_URL ?= redis://127.0.0.1:6379/9
-test: $(STAMP)
+test: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+screenshots: $(VENV)/.installed-test
+	$(BIN)/python scripts/screenshots.py
 
 clean:
 	rm -rf $(VENV) var/staticfiles .pytest_cache .ruff_cache
