@@ -61,6 +61,22 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: floa
     raise SystemExit(f"{what} did not listen on port {port} within {timeout}s")
 
 
+def ensure_browser(env: dict) -> None:
+    """Runs need Chromium: use the configured one, Playwright's, or Debian's; else try Playwright's download."""
+    configured = env.get("BROWSER_EXECUTABLE")
+    cache = Path(env.get("PLAYWRIGHT_BROWSERS_PATH", Path.home() / ".cache" / "ms-playwright"))
+    candidates = (
+        [configured] if configured else [*map(str, cache.glob("chromium-*/chrome-linux*/chrome")), "/usr/bin/chromium"]
+    )
+    if any(Path(candidate).exists() for candidate in candidates):
+        return
+    say("no Chromium found; trying `playwright install chromium`")
+    result = subprocess.run([PYTHON, "-m", "playwright", "install", "chromium"], cwd=REPO, env=env, check=False)
+    if result.returncode != 0:
+        say("WARNING: no Chromium: runs will fail with browser_error. Install one (apt-get install chromium) "
+            "or set BROWSER_EXECUTABLE.")  # fmt: skip
+
+
 class Supervisor:
     """Keeps every child in its own process group so one signal stops it and everything it spawned."""
 
@@ -141,6 +157,7 @@ def main() -> int:
             env["SCRIPTED_MODEL"] = "true"
             say("no ANTHROPIC_API_KEY: runs use the scripted demo model (labelled 'scripted')")
 
+        ensure_browser(env)
         subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=REPO, env=env, check=True)
         subprocess.run([PYTHON, "manage.py", "ensure_operator", "--url", url], cwd=REPO, env=env, check=True)
 
