@@ -24,16 +24,18 @@ def workspace_group(workspace_id: int) -> str:
 ROW_CHANGING_TYPES = frozenset({"run.started", "run.finished", "agent.usage", "agent.tool_result", "run.judged"})
 
 
-def emit(run: Run, type: str, data: dict) -> Event:
+def emit(run: Run, type: str, data: dict, *, public_id: str | None = None) -> Event:
     """Append an event to the run and, once it is committed, push it to live viewers.
 
     seq comes from the run row under a lock, so events are gap-free per run even when the judge and the agent
-    write to the same run from different processes.
+    write to the same run from different processes. `public_id` lets a caller put the event's own id in its data
+    (the outcome evaluation spans do).
     """
     with transaction.atomic():
         Run.objects.filter(pk=run.pk).update(last_seq=F("last_seq") + 1)
         seq = Run.objects.filter(pk=run.pk).values_list("last_seq", flat=True).get()
-        event = Event.objects.create(run=run, seq=seq, type=type, payload=data)
+        extra = {"public_id": public_id} if public_id else {}
+        event = Event.objects.create(run=run, seq=seq, type=type, payload=data, **extra)
     run.last_seq = seq
     transaction.on_commit(lambda: push(run, event))
     return event
