@@ -1,0 +1,356 @@
+"""The one launch path: validate a run request, create its Session and Run in one transaction, enqueue it on commit."""
+
+import json
+import logging
+import re
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from agent_platform.models import Workspace
+
+from .agent.schema import schema_problems, serialized_size
+from .models import Run, Session
+
+log = logging.getLogger(__name__)
+
+TASK_MAX_CHARS = 20_000
+START_URL_MAX_CHARS = 2000
+MAX_TURNS_DEFAULT = 30
+MAX_TURNS_LIMIT = 200
+JUDGE_CONTEXT_MAX_STATEMENTS = 8
+JUDGE_CONTEXT_MAX_CHARS = 500
+OUTCOME_DESCRIPTION_MAX_CHARS = 5000
+OUTCOME_RUBRIC_MAX_CHARS = 20_000
+OUTCOME_MAX_ITERATIONS_DEFAULT = 3
+OUTCOME_MAX_ITERATIONS_LIMIT = 20
+ALLOWED_DOMAINS_MAX = 50
+METADATA_MAX_BYTES = 16 * 1024
+IDEMPOTENCY_KEY_MAX_CHARS = 200
+
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,99}$")
+# A DNS host name (optionally a leading "*." wildcard for subdomains); IP literals are left to the network guard.
+HOST_NAME = re.compile(r"^(\*\.)?(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")  # fmt: skip
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
+
+
+class LaunchError(Exception):
+    """Why a launch was refused, in the terms of the API's error envelope."""
+
+    def __init__(self, type: str, message: str, *, field: str | None = None, detail=None):
+        super().__init__(message)
+        self.type = type  # invalid_request | conflict | not_found
+        self.message = message
+        self.field = field
+        self.detail = detail
+
+
+def invalid(field: str, message: str, detail=None) -> LaunchError:
+    return LaunchError("invalid_request", f"{field}: {message}", field=field, detail=detail)
+
+
+def canonical_json(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def same_schema(a, b) -> bool:
+    return canonical_json(a) == canonical_json(b)
+
+
+def schema_lint(schema) -> list[dict]:
+    """The launch's own schema rules as plain dicts ({path, keyword, message}), for the form's lint-as-you-type."""
+    return [{"path": p.path, "keyword": p.keyword, "message": p.message} for p in schema_problems(schema)]
+
+
+def effective_schema(session_id: str | None, workspace: Workspace) -> dict | None:
+    """The schema a follow-up in this session inherits; None for a new session or one without a schema."""
+    if not session_id:
+        return None
+    session = Session.objects.for_workspace(workspace).filter(public_id=session_id).first()
+    return session.output_schema if session else None
+
+
+# --- field checks: each returns the cleaned value or raises LaunchError naming the field ----------------------------
+
+
+def clean_task(task) -> str:
+    if not isinstance(task, str):
+        raise invalid("task", "must be a string")
+    task = task.strip()
+    if not task:
+        raise invalid("task", "is required and must not be empty")
+    if len(task) > TASK_MAX_CHARS:
+        raise invalid("task", f"is {len(task)} characters; the limit is {TASK_MAX_CHARS}")
+    return task
+
+
+def clean_start_url(start_url) -> str:
+    if start_url is None:
+        return ""
+    if not isinstance(start_url, str):
+        raise invalid("start_url", "must be a string")
+    start_url = start_url.strip()
+    if not start_url:
+        return ""
+    if len(start_url) > START_URL_MAX_CHARS:
+        raise invalid("start_url", f"is longer than {START_URL_MAX_CHARS} characters")
+    try:
+        parts = urlsplit(start_url)
+        host = parts.hostname
+    except ValueError:
+        raise invalid("start_url", "is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise invalid("start_url", "must be an http:// or https:// URL with a host")
+    if any(ch.isspace() for ch in start_url):
+        raise invalid("start_url", "must not contain whitespace")
+    return start_url
+
+
+def clean_model(model) -> str:
+    if model is None or model == "":
+        return settings.DEFAULT_MODEL
+    if not isinstance(model, str) or not MODEL_NAME.match(model):
+        raise invalid("model", "must be a model name such as 'claude-sonnet-4-6' (letters, digits, . _ : @ / -)")
+    return model
+
+
+def clean_max_turns(max_turns) -> int:
+    if max_turns is None:
+        return MAX_TURNS_DEFAULT
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int):
+        raise invalid("max_turns", "must be an integer")
+    if not 1 <= max_turns <= MAX_TURNS_LIMIT:
+        raise invalid("max_turns", f"must be between 1 and {MAX_TURNS_LIMIT}")
+    return max_turns
+
+
+def clean_output_schema(output_schema) -> dict | None:
+    if output_schema is None:
+        return None
+    problems = schema_problems(output_schema)
+    if problems:
+        first = problems[0]
+        where = f" at {first.path}" if first.path else ""
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        detail = [{"path": p.path, "keyword": p.keyword, "message": p.message} for p in problems]
+        raise invalid("output_schema", f"{first.message}{where}{more}", detail)
+    return output_schema
+
+
+def clean_judge_context(judge_context) -> list[str]:
+    if judge_context is None:
+        return []
+    if not isinstance(judge_context, list):
+        raise invalid("judge_context", "must be a list of statements")
+    if len(judge_context) > JUDGE_CONTEXT_MAX_STATEMENTS:
+        raise invalid(
+            "judge_context", f"has {len(judge_context)} statements; at most {JUDGE_CONTEXT_MAX_STATEMENTS} are allowed"
+        )
+    cleaned = []
+    for index, statement in enumerate(judge_context):
+        field = f"judge_context[{index}]"
+        if not isinstance(statement, str):
+            raise invalid(field, "must be a string")
+        statement = statement.strip()
+        if not statement:
+            raise invalid(field, "must not be empty")
+        if len(statement) > JUDGE_CONTEXT_MAX_CHARS:
+            raise invalid(field, f"is {len(statement)} characters; the limit is {JUDGE_CONTEXT_MAX_CHARS}")
+        cleaned.append(statement)
+    return cleaned
+
+
+def clean_outcome(outcome) -> dict | None:
+    if outcome is None:
+        return None
+    if not isinstance(outcome, dict):
+        raise invalid("outcome", "must be an object {description, rubric, max_iterations}")
+    unknown = sorted(set(outcome) - {"description", "rubric", "max_iterations"})
+    if unknown:
+        raise invalid(f"outcome.{unknown[0]}", "is not a field of outcome (description, rubric, max_iterations)")
+    cleaned = {}
+    for name, limit in (("description", OUTCOME_DESCRIPTION_MAX_CHARS), ("rubric", OUTCOME_RUBRIC_MAX_CHARS)):
+        value = outcome.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise invalid(f"outcome.{name}", "is required and must be a non-empty string")
+        if len(value) > limit:
+            raise invalid(f"outcome.{name}", f"is {len(value)} characters; the limit is {limit}")
+        cleaned[name] = value.strip()
+    iterations = outcome.get("max_iterations")
+    if iterations is None:
+        iterations = OUTCOME_MAX_ITERATIONS_DEFAULT
+    if isinstance(iterations, bool) or not isinstance(iterations, int):
+        raise invalid("outcome.max_iterations", "must be an integer")
+    if not 1 <= iterations <= OUTCOME_MAX_ITERATIONS_LIMIT:
+        raise invalid("outcome.max_iterations", f"must be between 1 and {OUTCOME_MAX_ITERATIONS_LIMIT}")
+    cleaned["max_iterations"] = iterations
+    return cleaned
+
+
+def clean_allowed_domains(allowed_domains) -> list[str]:
+    if allowed_domains is None:
+        return []
+    if not isinstance(allowed_domains, list):
+        raise invalid("allowed_domains", "must be a list of host names")
+    if len(allowed_domains) > ALLOWED_DOMAINS_MAX:
+        raise invalid("allowed_domains", f"has more than {ALLOWED_DOMAINS_MAX} host names")
+    cleaned = []
+    for index, domain in enumerate(allowed_domains):
+        if not isinstance(domain, str) or not HOST_NAME.match(domain.strip()):
+            raise invalid(f"allowed_domains[{index}]", "must be a host name such as 'shop.example.com'")
+        domain = domain.strip().lower()
+        if domain not in cleaned:
+            cleaned.append(domain)
+    return cleaned
+
+
+def clean_metadata(metadata) -> dict:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise invalid("metadata", "must be a JSON object")
+    size = serialized_size(metadata)
+    if size > METADATA_MAX_BYTES:
+        raise invalid("metadata", f"is {size} bytes serialized; the limit is {METADATA_MAX_BYTES} bytes")
+    return metadata
+
+
+def clean_idempotency_key(key) -> str | None:
+    if key is None:
+        return None
+    if not isinstance(key, str) or not IDEMPOTENCY_KEY.match(key):
+        raise invalid(
+            "Idempotency-Key", f"must be 1 to {IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters without spaces"
+        )
+    return key
+
+
+# --- the launch ----------------------------------------------------------------------------------------------------
+
+
+def resolve_session(workspace: Workspace, session_id, output_schema: dict | None, created_by) -> Session:
+    """The session the run belongs to, its schema settled: inherited, recorded, or a conflict."""
+    if session_id is None or session_id == "":
+        return Session.objects.create(workspace=workspace, output_schema=output_schema, created_by=created_by)
+    if not isinstance(session_id, str):
+        raise invalid("session_id", "must be a string")
+    # Locked so two follow-ups naming different schemas for a schema-less session cannot both set one.
+    session = Session.objects.select_for_update().for_workspace(workspace).filter(public_id=session_id).first()
+    if session is None:
+        raise LaunchError("not_found", f"session_id: no session '{session_id}' in this workspace.", field="session_id")
+    if output_schema is None:
+        return session
+    if session.output_schema is None:
+        session.output_schema = output_schema
+        session.save(update_fields=["output_schema", "updated_at"])
+        return session
+    if not same_schema(session.output_schema, output_schema):
+        raise LaunchError(
+            "conflict",
+            f"output_schema: session {session.public_id} already has a different output schema; the schema is a "
+            "session property: omit output_schema to inherit it, or start a new session.",
+            field="output_schema",
+            detail={"session_id": session.public_id, "output_schema": session.output_schema},
+        )
+    return session
+
+
+def enqueue(run_pk: int) -> None:
+    """Hand the committed run to a worker; a run that cannot be queued fails visibly instead of waiting forever."""
+    from . import tasks  # lazily: tasks imports the runtime, which launch must not need
+
+    execute_run = getattr(tasks, "execute_run", None)
+    if execute_run is None:
+        log.warning("runs.tasks.execute_run does not exist yet; run %s stays queued", run_pk)
+        return
+    try:
+        execute_run.delay(run_pk)
+    except Exception:
+        log.exception("could not enqueue run %s", run_pk)
+        from .lifecycle import finish
+
+        run = Run.objects.get(pk=run_pk)
+        finish(
+            run,
+            Run.Status.FAILED,
+            error_code=Run.ErrorCode.WORKER_LOST,
+            error_message="The run could not be queued: the task broker is unreachable. Launch it again.",
+        )
+
+
+def launch_run(
+    workspace: Workspace,
+    *,
+    task,
+    session_id=None,
+    start_url="",
+    model=None,
+    max_turns=None,
+    output_schema=None,
+    judge=False,
+    judge_context=None,
+    outcome=None,
+    allowed_domains=None,
+    metadata=None,
+    allow_javascript=False,
+    created_by=None,
+    idempotency_key=None,
+) -> Run:
+    """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
+
+    Raises LaunchError (invalid_request, conflict or not_found). With an idempotency_key, a retried launch in the
+    same workspace returns the run the first one created (check `run._idempotent_replay`).
+    """
+    idempotency_key = clean_idempotency_key(idempotency_key)
+    if idempotency_key is not None:
+        existing = Run.objects.for_workspace(workspace).filter(idempotency_key=idempotency_key).first()
+        if existing is not None:
+            existing._idempotent_replay = True
+            return existing
+
+    fields = {
+        "task": clean_task(task),
+        "start_url": clean_start_url(start_url),
+        "model": clean_model(model),
+        "max_turns": clean_max_turns(max_turns),
+        "judge_context": clean_judge_context(judge_context),
+        "allowed_domains": clean_allowed_domains(allowed_domains),
+        "metadata": clean_metadata(metadata),
+    }
+    if not isinstance(judge, bool):
+        raise invalid("judge", "must be true or false")
+    if not isinstance(allow_javascript, bool):
+        raise invalid("allow_javascript", "must be true or false")
+    output_schema = clean_output_schema(output_schema)
+    outcome = clean_outcome(outcome)
+
+    try:
+        with transaction.atomic():
+            session = resolve_session(workspace, session_id, output_schema, created_by)
+            run = Run.objects.create(
+                workspace=workspace,
+                session=session,
+                created_by=created_by,
+                idempotency_key=idempotency_key,
+                judge=judge,
+                allow_javascript=allow_javascript,
+                scripted=settings.SCRIPTED_MODEL,
+                **fields,
+            )
+            if outcome is not None:
+                from judge.models import Outcome
+
+                Outcome.objects.create(run=run, **outcome)
+            transaction.on_commit(lambda: enqueue(run.pk))
+    except IntegrityError:
+        # A concurrent launch with the same idempotency key won the race; its run is the answer.
+        if idempotency_key is None:
+            raise
+        existing = Run.objects.for_workspace(workspace).filter(idempotency_key=idempotency_key).first()
+        if existing is None:
+            raise
+        existing._idempotent_replay = True
+        return existing
+    run._idempotent_replay = False
+    return run

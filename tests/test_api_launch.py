@@ -1,0 +1,73 @@
+"""The launch service shared by the API and the launch form: validation, sessions and their schema, idempotency."""
+
+import pytest
+
+from judge.models import Outcome
+from runs.launch import LaunchError, effective_schema, launch_run, schema_lint
+from runs.models import Run, Session
+from tests.factories import make_session
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def test_launch_creates_a_session_and_a_queued_run_with_defaults(acme, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        run = launch_run(acme, task="  Find the price of the red mug.  ", output_schema=SCHEMA)
+    assert run.status == Run.Status.QUEUED
+    assert run.task == "Find the price of the red mug."
+    assert run.max_turns == 30
+    assert run.model == "claude-sonnet-4-6"
+    assert run.session.output_schema == SCHEMA
+    assert run.session.workspace == acme
+    assert len(callbacks) == 1, "the run is enqueued once, on commit"
+
+
+def test_launch_with_outcome_creates_the_outcome_in_the_same_transaction(acme):
+    run = launch_run(acme, task="t", outcome={"description": "A report", "rubric": "- lists prices"})
+    outcome = Outcome.objects.get(run=run)
+    assert (outcome.description, outcome.max_iterations) == ("A report", 3)
+
+
+def test_follow_up_inherits_the_session_schema(acme):
+    first = launch_run(acme, task="t", output_schema=SCHEMA)
+    follow_up = launch_run(acme, task="next", session_id=first.session.public_id)
+    assert follow_up.session_id == first.session_id
+    assert effective_schema(first.session.public_id, acme) == SCHEMA
+
+
+def test_follow_up_with_other_schema_is_conflict_in_the_service(acme):
+    first = launch_run(acme, task="t", output_schema=SCHEMA)
+    with pytest.raises(LaunchError) as caught:
+        launch_run(acme, task="t", session_id=first.session.public_id, output_schema={"type": "object"})
+    assert caught.value.type == "conflict"
+    assert caught.value.field == "output_schema"
+    assert Run.objects.count() == 1
+
+
+def test_another_workspace_session_is_not_found_in_the_service(acme, umbrella):
+    theirs = make_session(umbrella)
+    with pytest.raises(LaunchError) as caught:
+        launch_run(acme, task="t", session_id=theirs.public_id)
+    assert caught.value.type == "not_found"
+    assert effective_schema(theirs.public_id, acme) is None
+
+
+def test_a_refused_launch_creates_nothing(acme):
+    with pytest.raises(LaunchError) as caught:
+        launch_run(acme, task="t", output_schema={"type": "object", "properties": {"a": {"$ref": "#/x"}}})
+    assert caught.value.type == "invalid_request"
+    assert "$ref" in caught.value.message and "$.properties.a.$ref" in caught.value.message
+    assert not Session.objects.exists() and not Run.objects.exists()
+
+
+def test_idempotency_key_returns_the_same_run(acme):
+    first = launch_run(acme, task="t", idempotency_key="abc-1")
+    again = launch_run(acme, task="t", idempotency_key="abc-1")
+    assert again.pk == first.pk and again._idempotent_replay
+    assert Run.objects.count() == 1
+
+
+def test_schema_lint_reports_path_and_keyword():
+    problems = schema_lint({"type": "object", "properties": {"email": {"type": "string", "format": "email"}}})
+    assert problems == [{"path": "$.properties.email.format", "keyword": "format", "message": problems[0]["message"]}]
+    assert schema_lint(SCHEMA) == []
