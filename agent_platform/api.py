@@ -1,10 +1,12 @@
 """The one NinjaAPI: bearer API-key auth scoped to a workspace, and the error envelope every endpoint answers with."""
 
+from django.conf import settings
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 from ninja import NinjaAPI, Schema
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 from ninja.security import HttpBearer
+from ninja.throttling import AuthRateThrottle
 
 from .models import ApiKey
 
@@ -33,6 +35,18 @@ class ApiError(Exception):
         return self.status_by_type[self.type]
 
 
+class KeyRateThrottle(AuthRateThrottle):
+    """Requests per minute per API key, counted in the shared cache (Redis) so the limit holds across processes."""
+
+    def __init__(self):
+        super().__init__(f"{settings.API_RATE_LIMIT_PER_MINUTE}/m")
+
+    def allow_request(self, request) -> bool:
+        # Read per request, so the limit follows the setting (and tests can lower it).
+        self.num_requests, self.duration = self.parse_rate(f"{settings.API_RATE_LIMIT_PER_MINUTE}/m")
+        return super().allow_request(request)
+
+
 class ApiKeyAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
         key = ApiKey.authenticate(token)
@@ -53,6 +67,7 @@ api = NinjaAPI(
     urls_namespace="api",
     auth=ApiKeyAuth(),
     docs_url="/docs",
+    throttle=[KeyRateThrottle()],
 )
 
 
@@ -95,6 +110,18 @@ def describe_validation_errors(errors: list[dict]) -> tuple[str, list[dict]]:
 def on_validation_error(request, exc: ValidationError):
     message, detail = describe_validation_errors(exc.errors)
     return error_response(request, 400, "invalid_request", message, detail)
+
+
+@api.exception_handler(Throttled)
+def on_throttled(request, exc: Throttled):
+    retry_after = max(1, int(exc.wait or 1) + (1 if exc.wait and exc.wait % 1 else 0))
+    return error_response(
+        request,
+        429,
+        "rate_limited",
+        f"Too many requests for this API key; retry after {retry_after}s.",
+        headers={"Retry-After": str(retry_after)},
+    )
 
 
 @api.exception_handler(HttpError)

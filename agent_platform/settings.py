@@ -163,6 +163,15 @@ CHANNEL_LAYERS = {
     }
 }
 
+# Shared by every process: API rate limits count here.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "pilothouse",
+    }
+}
+
 CELERY_TASK_ACKS_LATE = True
 # A run is never silently executed twice (it may have acted on the web): a lost worker's run is failed by the reaper.
 CELERY_TASK_REJECT_ON_WORKER_LOST = False

@@ -137,3 +137,19 @@ def test_celery_task_runs_in_real_worker_and_changes_the_database(transactional_
     assert Event.objects.filter(run=stale, type="run.finished").exists()
     fresh.refresh_from_db()
     assert fresh.status == Run.Status.RUNNING
+
+
+def test_api_key_is_rate_limited_with_retry_after(acme, settings):
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.API_RATE_LIMIT_PER_MINUTE = 3
+    client = ApiClient(ApiKey.issue(acme)[1])
+    statuses = [client.get("/workspace").status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    response = client.get("/workspace")
+    assert response.json()["error"]["type"] == "rate_limited"
+    assert int(response["Retry-After"]) >= 1
+    other = ApiClient(ApiKey.issue(acme)[1])
+    assert other.get("/workspace").status_code == 200, "the limit is per key"
+    cache.clear()
