@@ -1,0 +1,164 @@
+"""A scripted Messages API for tests: named reply queues served over the real wire format, and its pytest fixture."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from runs.scripted.wire import Reply, WireError, WireServer
+
+JUDGE_TOOL = "record_judgment"
+GRADER_TOOL = "record_evaluation"
+DONE_TOOL = "done"
+
+AGENT_QUEUE = "agent"
+JUDGE_QUEUE = "judge"
+GRADER_QUEUE = "grader"
+
+ScriptedReply = Reply | Callable[[dict[str, Any]], Reply]
+
+
+def forced_tool_name(request: dict[str, Any]) -> str | None:
+    tool_choice = request.get("tool_choice") or {}
+    if tool_choice.get("type") == "tool":
+        return tool_choice.get("name")
+    return None
+
+
+def default_route(request: dict[str, Any]) -> str:
+    """Judge and grader requests force their recording tool; everything else is the agent talking."""
+    forced = forced_tool_name(request)
+    if forced == JUDGE_TOOL:
+        return JUDGE_QUEUE
+    if forced == GRADER_TOOL:
+        return GRADER_QUEUE
+    return AGENT_QUEUE
+
+
+class MessagesStub:
+    """Answers each Messages request with the next scripted reply of the queue its route names.
+
+    A scripted reply is a message dict (see `runs.scripted.wire.text_reply` and friends), a WireError,
+    or a callable that receives the request and returns either. Every request is recorded, in order.
+    """
+
+    _shared: MessagesStub | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self, route: Callable[[dict[str, Any]], str] = default_route) -> None:
+        self.route = route
+        self._lock = threading.Lock()
+        self._queues: dict[str, deque[ScriptedReply]] = {}
+        self._fallbacks: dict[str, ScriptedReply] = {}
+        self._requests: list[tuple[str, dict[str, Any]]] = []
+        self.server = WireServer(self._respond)
+
+    @classmethod
+    def shared(cls) -> MessagesStub:
+        """The session's one stub, started on first use, so a worker subprocess can learn its URL before it starts."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls().start()
+            return cls._shared
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    def start(self) -> MessagesStub:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> MessagesStub:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def reset(self) -> None:
+        """Forget queues, fallbacks, recorded requests and the prompt cache: each test starts clean."""
+        with self._lock:
+            self._queues.clear()
+            self._fallbacks.clear()
+            self._requests.clear()
+            self.route = default_route
+        self.server.prompt_cache.clear()
+
+    def enqueue(self, *replies: ScriptedReply, queue: str = AGENT_QUEUE) -> MessagesStub:
+        with self._lock:
+            self._queues.setdefault(queue, deque()).extend(replies)
+        return self
+
+    def agent(self, *replies: ScriptedReply) -> MessagesStub:
+        return self.enqueue(*replies, queue=AGENT_QUEUE)
+
+    def judge(self, *replies: ScriptedReply) -> MessagesStub:
+        return self.enqueue(*replies, queue=JUDGE_QUEUE)
+
+    def grader(self, *replies: ScriptedReply) -> MessagesStub:
+        return self.enqueue(*replies, queue=GRADER_QUEUE)
+
+    def set_fallback(self, reply: ScriptedReply, queue: str = AGENT_QUEUE) -> MessagesStub:
+        """A reply served whenever `queue` is empty, for tests that do not care how many requests come."""
+        with self._lock:
+            self._fallbacks[queue] = reply
+        return self
+
+    def remaining(self, queue: str = AGENT_QUEUE) -> int:
+        with self._lock:
+            return len(self._queues.get(queue, ()))
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request body received since the last reset, across all queues, in arrival order."""
+        with self._lock:
+            return [body for _, body in self._requests]
+
+    def requests_for(self, queue: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [body for routed, body in self._requests if routed == queue]
+
+    def _respond(self, request: dict[str, Any]) -> Reply:
+        queue = self.route(request)
+        with self._lock:
+            self._requests.append((queue, request))
+            pending = self._queues.get(queue)
+            if pending:
+                scripted = pending.popleft()
+            elif queue in self._fallbacks:
+                scripted = self._fallbacks[queue]
+            else:
+                return WireError(500, "api_error", f"messages stub: no scripted reply left for queue {queue}")
+        # Callables run outside the lock: they may sleep to simulate a slow model.
+        return scripted(request) if callable(scripted) else scripted
+
+
+def point_environment_at(stub: MessagesStub) -> None:
+    """Make every Anthropic client built from the environment (ours and a worker subprocess's) use the stub."""
+    os.environ["ANTHROPIC_BASE_URL"] = stub.base_url
+    os.environ["ANTHROPIC_API_KEY"] = "test-key"
+
+
+@pytest.fixture(scope="session")
+def messages_stub_server() -> Iterator[MessagesStub]:
+    """The session's stub, with the environment pointing at it; session fixtures (the worker) depend on this."""
+    stub = MessagesStub.shared()
+    point_environment_at(stub)
+    yield stub
+
+
+@pytest.fixture
+def messages_stub(messages_stub_server: MessagesStub) -> Iterator[MessagesStub]:
+    """The shared stub, emptied before and after the test so no reply or record leaks between tests."""
+    messages_stub_server.reset()
+    point_environment_at(messages_stub_server)
+    yield messages_stub_server
+    messages_stub_server.reset()
