@@ -1,0 +1,87 @@
+"""Usage and cost totals of ModelRequest querysets, overall or grouped by day, month, model, source or workspace."""
+
+from collections.abc import Iterable
+from decimal import Decimal
+
+from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce, TruncDay, TruncMonth
+
+TOKEN_FIELDS = {
+    "input": "input_tokens",
+    "output": "output_tokens",
+    "cache_read": "cache_read_input_tokens",
+    "cache_write": "cache_creation_input_tokens",
+}
+
+# What each group key selects (a field name, or an expression under a new name); "workspace" also brings the workspace's slug and name so no row needs another query.
+GROUPS = {
+    "day": {"day": TruncDay("created_at")},
+    "month": {"month": TruncMonth("created_at")},
+    "model": {"model": "model"},
+    "source": {"source": "source"},
+    "speed": {"speed": "speed"},
+    "workspace": {
+        "workspace_id": "workspace_id",
+        "workspace_slug": F("workspace__slug"),
+        "workspace_name": F("workspace__name"),
+    },
+}
+GROUP_ORDER = {"workspace": ["workspace_name", "workspace_id"]}
+
+ZERO_COST = Decimal(0)
+
+
+def _aggregates() -> dict:
+    cost = DecimalField(max_digits=20, decimal_places=8)
+    return {
+        "requests": Count("pk"),
+        **{name: Coalesce(Sum(field), 0) for name, field in TOKEN_FIELDS.items()},
+        "cost_usd": Coalesce(Sum("cost_usd", output_field=cost), Value(ZERO_COST, output_field=cost)),
+        "unpriced": Count("pk", filter=Q(unpriced=True)),
+    }
+
+
+def _finish(row: dict) -> dict:
+    row["total"] = sum(int(row[name]) for name in TOKEN_FIELDS)
+    for name in TOKEN_FIELDS:
+        row[name] = int(row[name])
+    # SQLite hands sums back as floats-turned-Decimal with trailing noise; stored costs have 8 places, so do sums.
+    row["cost_usd"] = Decimal(row["cost_usd"] or 0).quantize(Decimal("0.00000001"))
+    return row
+
+
+def usage_totals(queryset: QuerySet) -> dict:
+    """One query: {requests, input, output, cache_read, cache_write, total, cost_usd (Decimal), unpriced}."""
+    return _finish(queryset.aggregate(**_aggregates()))
+
+
+def usage_by(queryset: QuerySet, group_by: str | Iterable[str], *, newest_first: bool = False) -> list[dict]:
+    """One GROUP BY query: a row per group with the group's keys and the totals of `usage_totals`.
+
+    `group_by` is one of day, month, model, source, speed, workspace, or several of them, e.g.
+    ("workspace", "month", "model"). Day and month are dates in the current time zone; a workspace group
+    carries workspace_id, workspace_slug and workspace_name. Rows are ordered by the keys in the order given,
+    time keys oldest first unless `newest_first`.
+    """
+    keys = [group_by] if isinstance(group_by, str) else list(group_by)
+    unknown = [key for key in keys if key not in GROUPS]
+    if unknown or not keys:
+        raise ValueError(f"usage_by groups by {', '.join(GROUPS)}; not {unknown or 'nothing'}")
+    selected: dict = {}
+    ordering: list[str] = []
+    for key in keys:
+        selected.update(GROUPS[key])
+        for name in GROUP_ORDER.get(key, [key]):
+            descending = newest_first and key in ("day", "month")
+            ordering.append(f"-{name}" if descending else name)
+    # order_by() first: an ordering left on the queryset (the admin's, the model's) would split the groups.
+    fields = [value for value in selected.values() if isinstance(value, str)]
+    expressions = {name: value for name, value in selected.items() if not isinstance(value, str)}
+    rows = queryset.order_by().values(*fields, **expressions).annotate(**_aggregates()).order_by(*ordering)
+    result = []
+    for row in rows:
+        for key in ("day", "month"):
+            if key in row and row[key] is not None and hasattr(row[key], "date"):
+                row[key] = row[key].date()
+        result.append(_finish(row))
+    return result
