@@ -1,0 +1,147 @@
+"""Live websockets: a run's events (backlog from the database, then live, by seq) and a workspace's run changes."""
+
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from agent_platform.access import SESSION_KEY
+from agent_platform.models import workspaces_of
+
+from .events import run_group, workspace_group
+from .models import Event, Run
+
+# Close codes in the private range: the client tells "sign in again" from "no such run" without an HTTP status.
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+BACKLOG_CHUNK = 500
+
+
+def _query_int(scope, name: str) -> int:
+    values = parse_qs(scope.get("query_string", b"").decode()).get(name)
+    try:
+        return max(0, int(values[0])) if values else 0
+    except ValueError:
+        return 0
+
+
+@database_sync_to_async
+def _visible_run(user, run_id: str) -> tuple[int, str] | None:
+    row = Run.objects.filter(public_id=run_id, workspace__in=workspaces_of(user)).values_list("pk", "public_id").first()
+    return tuple(row) if row else None
+
+
+@database_sync_to_async
+def _events_between(run_pk: int, after: int, up_to: int | None) -> list[dict]:
+    events = Event.objects.filter(run_id=run_pk, seq__gt=after).order_by("seq")
+    if up_to is not None:
+        events = events.filter(seq__lte=up_to)
+    return [event.as_dict() for event in events[:BACKLOG_CHUNK]]
+
+
+class RunConsumer(AsyncJsonWebsocketConsumer):
+    """`ws/runs/<run_id>/?after=SEQ`: every event with seq > SEQ exactly once and in order, then live ones.
+
+    Messages to the client: {"type": "event", "event": {id, seq, type, data, processed_at}} and, once the
+    backlog is through, {"type": "caught_up", "last_seq": N}.
+    """
+
+    async def connect(self) -> None:
+        self.run_pk = None
+        self.last_sent = _query_int(self.scope, "after")
+        user = self.scope.get("user")
+        # Accept first so the close code reaches the browser; a refused handshake only shows as code 1006.
+        await self.accept()
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        found = await _visible_run(user, self.scope["url_route"]["kwargs"]["run_id"])
+        if found is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.run_pk, public_id = found
+        self.group = run_group(public_id)
+        # Join before reading the backlog: an event committed in between arrives as a live message too, and the
+        # seq check below drops it, so nothing falls between the two.
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.send_from_database(up_to=None)
+        await self.send_json({"type": "caught_up", "last_seq": self.last_sent})
+
+    async def disconnect(self, code: int) -> None:
+        if self.run_pk is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs) -> None:
+        # Clients only listen; a ping keeps proxies from closing an idle socket.
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong", "last_seq": self.last_sent})
+
+    async def send_from_database(self, up_to: int | None) -> None:
+        while True:
+            events = await _events_between(self.run_pk, self.last_sent, up_to)
+            for event in events:
+                await self.send_event(event)
+            if len(events) < BACKLOG_CHUNK:
+                return
+
+    async def send_event(self, event: dict) -> None:
+        await self.send_json({"type": "event", "event": event})
+        self.last_sent = event["seq"]
+
+    async def run_event(self, message: dict) -> None:
+        """A live event from runs.events.push: dropped if already sent; a skipped seq is filled from the database."""
+        if self.run_pk is None:
+            return
+        event = message["event"]
+        seq = event["seq"]
+        if seq <= self.last_sent:
+            return
+        if seq > self.last_sent + 1:
+            await self.send_from_database(up_to=seq - 1)
+        if seq == self.last_sent + 1:
+            await self.send_event(event)
+        else:
+            # The database did not (yet) hold the gap; send it all from there so order stays strict.
+            await self.send_from_database(up_to=seq)
+
+
+@database_sync_to_async
+def _list_workspace(user, session, slug: str | None) -> int | None:
+    workspaces = workspaces_of(user)
+    if slug:
+        workspace = workspaces.filter(slug=slug).first()
+    else:
+        chosen = session.get(SESSION_KEY) if session is not None else None
+        workspace = (workspaces.filter(pk=chosen).first() if chosen else None) or workspaces.order_by("name").first()
+    return workspace.pk if workspace else None
+
+
+class RunsListConsumer(AsyncJsonWebsocketConsumer):
+    """`ws/runs/?workspace=SLUG`: {"type": "run.changed", "run_id": ...} whenever a row of the runs list changes."""
+
+    async def connect(self) -> None:
+        self.group = None
+        user = self.scope.get("user")
+        await self.accept()
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        slug = (parse_qs(self.scope.get("query_string", b"").decode()).get("workspace") or [None])[0]
+        workspace_pk = await _list_workspace(user, self.scope.get("session"), slug)
+        if workspace_pk is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.group = workspace_group(workspace_pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.send_json({"type": "subscribed"})
+
+    async def disconnect(self, code: int) -> None:
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs) -> None:
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+
+    async def run_changed(self, message: dict) -> None:
+        await self.send_json({"type": "run.changed", "run_id": message["run_id"]})
