@@ -10,6 +10,7 @@ import signal
 import struct
 import threading
 import time
+import urllib.parse
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,16 @@ LOCAL_ONLY = {"127.0.0.1"}
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves tests/pages, plus /redirect?to=URL answering 302 to URL."""
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/redirect?to="):
+            self.send_response(302)
+            self.send_header("Location", urllib.parse.unquote(self.path.split("=", 1)[1]))
+            self.end_headers()
+            return
+        super().do_GET()
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
@@ -455,6 +466,29 @@ def test_the_route_blocks_a_page_reaching_a_loopback_host_that_is_not_allowed(
     assert [blocked.reason for blocked in toolset.network_guard.blocked] == [
         "localhost resolves to 127.0.0.1, a loopback address"
     ] * 2
+
+
+def test_a_redirect_to_a_refused_host_is_caught_and_the_page_left(
+    host: BrowserHost, toolset: PlaywrightBrowserToolset, site: str
+) -> None:
+    other_host = site.replace("127.0.0.1", "localhost")
+    redirect = f"{site}/redirect?to={urllib.parse.quote(other_host + '/second.html', safe='')}"
+
+    with pytest.raises(ToolError, match="a redirect led to localhost resolves to 127.0.0.1") as refused:
+        call(host, toolset, "navigate", url=redirect)
+    after_navigate = state_of(call(host, toolset, "list_tabs"))["tabs"][0]["url"]
+    call(host, toolset, "navigate", url=f"{site}/egress.html")
+    host.run(toolset._tabs["tab_1"].evaluate("url => { document.getElementById('away').href = url }", redirect))
+    snapshot = text_of(call(host, toolset, "read_page"))
+    clicked = call(
+        host, toolset, "left_click", target={"type": "ref", "ref": ref_of(snapshot, "link", "Leave for another host")}
+    )
+
+    assert "Navigation refused by the network policy" in str(refused.value.content)
+    assert after_navigate == "about:blank"
+    assert "A navigation was refused." in text_of(clicked)
+    assert state_of(clicked)["tabs"][0]["url"] == "about:blank"
+    assert "Second page" not in text_of(call(host, toolset, "get_page_text"))
 
 
 def test_allowed_domains_refuse_every_other_host(host: BrowserHost, site: str) -> None:

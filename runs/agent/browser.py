@@ -86,7 +86,7 @@ FIND_MAX_MATCHES = 20
 ACTION_TIMEOUT_MS = 10_000
 NAVIGATION_TIMEOUT_MS = 30_000
 LOAD_GRACE_MS = 5_000
-NAVIGATION_START_WINDOW_SECONDS = 0.1
+NAVIGATION_START_WINDOW_SECONDS = 0.15  # how long after an action a navigation or popup it caused may start
 SCROLL_PIXELS_PER_NOTCH = 100
 MAX_WAIT_SECONDS = 30.0
 TRUNCATED = "\n[… truncated]"
@@ -331,6 +331,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self._changes: list[Any] = []
         self._navigating = False
         self._guard_installed = False
+        self._containments: set[asyncio.Future[None]] = set()
         context.on("page", self._register)
         for page in context.pages:
             self._register(page, opened=False)
@@ -415,6 +416,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         return next(tab_id for tab_id, known in self._tabs.items() if known is page)
 
     async def _page(self, tab_id: str | None) -> Page:
+        await self._contain()
         if tab_id:
             page = self._tabs.get(tab_id)
             if page is None or page.is_closed():
@@ -438,8 +440,22 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             pass
 
     def _on_blocked(self, blocked: BlockedRequest) -> None:
-        if blocked.is_navigation and not self._navigating:
+        if not blocked.is_navigation:
+            return
+        if blocked.redirected and blocked.request is not None:
+            # the internal page is loading already: leave it before the agent can read it
+            page = blocked.request.frame.page
+            self._containments.add(asyncio.ensure_future(leave_page(page)))
+        if not self._navigating:
             self._changes.append(BetaNavigationRefused())
+
+    async def _contain(self) -> None:
+        """Finish the redirect checks and the page exits they started, so reads and reports come after them."""
+        if self.network_guard is not None:
+            await self.network_guard.settle()
+        while self._containments:
+            await asyncio.gather(*self._containments, return_exceptions=True)
+            self._containments = {task for task in self._containments if not task.done()}
 
     async def _title(self, page: Page) -> str:
         try:
@@ -452,6 +468,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         return {"tab_id": tab_id, "title": await self._title(page), "url": page.url, "active": tab_id == self._active}
 
     async def _browser_state(self, context: BetaToolsetCallContext) -> BetaBrowserState:
+        await self._contain()
         tabs = [await self._entry(tab_id) for tab_id in list(self._tabs)]
         changes, self._changes = self._changes, []
         return BetaBrowserState(tabs=tabs, state_changes=changes)
@@ -520,6 +537,12 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             raise ToolError(f"Navigation to {target} failed: {first_line(exc)}") from None
         finally:
             self._navigating = False
+        if response is not None and self.network_guard is not None:
+            refusal = await self.network_guard.redirect_refusal(response.request)
+            if refusal is not None:
+                await self._contain()
+                await leave_page(page)
+                raise ToolError(f"Navigation refused by the network policy: {refusal}.")
         try:
             await page.wait_for_load_state("load", timeout=LOAD_GRACE_MS)
         except PlaywrightTimeoutError:
@@ -715,6 +738,8 @@ async def settled(page: Page, action: Awaitable[Any]) -> None:
 
     def on_popup(popup: Page) -> None:
         popups.append(popup)
+        if not started.done():
+            started.set_result(None)
 
     page.on("request", on_request)
     page.on("requestfailed", on_failed)
@@ -727,8 +752,9 @@ async def settled(page: Page, action: Awaitable[Any]) -> None:
         except TimeoutError:
             pass
         else:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(finished.wait(), LOAD_GRACE_MS / 1000)
+            if not popups:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(finished.wait(), LOAD_GRACE_MS / 1000)
             with contextlib.suppress(PlaywrightError):
                 await page.wait_for_load_state("domcontentloaded", timeout=LOAD_GRACE_MS)
         for popup in popups:
@@ -739,6 +765,12 @@ async def settled(page: Page, action: Awaitable[Any]) -> None:
         page.remove_listener("requestfailed", on_failed)
         page.remove_listener("framenavigated", on_navigated)
         page.context.remove_listener("page", on_popup)
+
+
+async def leave_page(page: Page) -> None:
+    with contextlib.suppress(PlaywrightError):
+        if not page.is_closed() and page.url != "about:blank":
+            await page.goto("about:blank")
 
 
 async def click_at(page: Page, x: int, y: int, *, button: str, click_count: int, modifiers: list[str]) -> None:

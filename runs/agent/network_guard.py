@@ -9,7 +9,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from anthropic.tools import ToolError
@@ -77,6 +77,9 @@ class BlockedRequest:
     url: str
     reason: str
     is_navigation: bool
+    redirected: bool = False
+    """True when the request already went out as a redirect hop: it could only be detected, not stopped."""
+    request: Request | None = field(default=None, compare=False, repr=False)
 
 
 class NetworkGuard:
@@ -91,8 +94,10 @@ class NetworkGuard:
 
     Enforcement is `install(context)`: a route on every request (resolving the host off the event loop) and a
     websocket route; plus `url_policy`, the SDK hook that refuses a navigate before the driver runs.
-    Known gap: Playwright does not route the hops of an HTTP redirect, so a public URL that redirects to an
-    internal address is not stopped by the route; egress rules around the worker must cover that.
+    Known gap: Playwright does not route the hops of an HTTP redirect (not even of a fulfilled one), so a request
+    to an allowed URL that redirects to an internal address goes out. The guard detects such hops after the fact
+    (`BlockedRequest.redirected`) so the driver can refuse the navigation and leave the page; only egress rules around
+    the worker can stop the request itself.
     """
 
     def __init__(
@@ -113,6 +118,12 @@ class NetworkGuard:
         self._resolver = resolver or resolve_host
         self._cache: dict[str, tuple[float, str | None]] = {}
         self.blocked: deque[BlockedRequest] = deque(maxlen=200)
+        self._redirect_checks: set[asyncio.Future[None]] = set()
+
+    async def settle(self) -> None:
+        """Wait for the redirect checks in flight, so a report made next includes their refusals."""
+        if self._redirect_checks:
+            await asyncio.gather(*list(self._redirect_checks), return_exceptions=True)
 
     def domain_refusal(self, host: str) -> str | None:
         """Why the host is outside `allowed_domains`, or None (also when no domain list is set)."""
@@ -168,6 +179,16 @@ class NetworkGuard:
             return f"the {scheme or 'empty'} scheme is not allowed"
         return await self.host_refusal(host)
 
+    async def redirect_refusal(self, request: Request) -> str | None:
+        """Why a redirect hop that led to `request` was not allowed, or None; the first request was routed already."""
+        hop: Request | None = request
+        while hop is not None and hop.redirected_from is not None:
+            refusal = await self.url_refusal(hop.url)
+            if refusal is not None:
+                return f"a redirect led to {refusal}"
+            hop = hop.redirected_from
+        return None
+
     async def url_policy(self, context: BetaURLContext, url: str) -> None:
         """The SDK `url_policy`: refuses a navigate, with the reason, before the driver receives it."""
         refusal = await self.url_refusal(normalize_url(url))
@@ -196,6 +217,28 @@ class NetworkGuard:
             self.blocked.append(BlockedRequest(url=websocket.url, reason=refusal, is_navigation=False))
             await websocket.close(code=1008, reason="refused by the network policy")
 
+        async def check_redirect(request: Request) -> None:
+            refusal = await self.redirect_refusal(request)
+            if refusal is None:
+                return
+            blocked = BlockedRequest(
+                url=request.url,
+                reason=refusal,
+                is_navigation=_is_main_frame_navigation(request),
+                redirected=True,
+                request=request,
+            )
+            self.blocked.append(blocked)
+            if on_block is not None:
+                on_block(blocked)
+
+        def watch_redirects(request: Request) -> None:
+            if request.redirected_from is not None:
+                pending = asyncio.ensure_future(check_redirect(request))
+                self._redirect_checks.add(pending)
+                pending.add_done_callback(self._redirect_checks.discard)
+
+        context.on("request", watch_redirects)
         await context.route("**/*", guard_request)
         await context.route_web_socket(re.compile(r".*"), guard_websocket)
 
