@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import concurrent.futures
 import contextlib
 import hashlib
 import inspect
 import logging
+import os
 import re
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
@@ -287,6 +289,24 @@ class BrowserHost:
             self._thread.join(timeout)
             if not self._thread.is_alive():
                 self._loop.close()
+
+
+_shared_hosts: dict[int, BrowserHost] = {}
+_shared_hosts_lock = threading.Lock()
+
+
+def shared_host(executable_path: str | None = "/usr/bin/chromium") -> BrowserHost:
+    """This process's BrowserHost, created on first use and closed at exit.
+
+    Keyed by pid: a forked Celery child inherits the parent's dict but not its loop thread, so it builds its own.
+    """
+    pid = os.getpid()
+    with _shared_hosts_lock:
+        host = _shared_hosts.get(pid)
+        if host is None:
+            host = _shared_hosts[pid] = BrowserHost(executable_path)
+            atexit.register(host.close)
+        return host
 
 
 async def approve(context: BetaConfirmContext) -> bool:
