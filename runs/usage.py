@@ -1,13 +1,11 @@
 """Recording a Messages API call: its ModelRequest row, the run's totals, and the agent.usage event."""
 
-from decimal import Decimal
-
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agent_platform.billing import cost_of
-from agent_platform.models import ModelRequest, Price
+from agent_platform.billing import charge
+from agent_platform.models import ModelRequest
 
 from .events import emit
 from .models import Run
@@ -30,8 +28,8 @@ def record_model_request(run: Run, *, source: str, model: str, usage) -> ModelRe
     }
     cache_creation = usage.get("cache_creation") if isinstance(usage, dict) else getattr(usage, "cache_creation", None)
     one_hour = _tokens(cache_creation, "ephemeral_1h_input_tokens") if cache_creation else 0
-    price = Price.in_force(model, speed, now)
-    cost = cost_of(price, one_hour_cache_write=one_hour, **tokens) if price else Decimal(0)
+    billed = charge(model, speed, now, one_hour_cache_write=one_hour, **tokens)
+    price, cost = billed.price, billed.cost_usd
     with transaction.atomic():
         request = ModelRequest.objects.create(
             workspace_id=run.workspace_id,
