@@ -70,6 +70,10 @@ def finish(
                 "error_message": error_message or None,
             },
         )
+        # Imported here: the judge app builds on runs, not the other way round.
+        from judge.services import judge_on_finish
+
+        judge_on_finish(run)
     return True
 
 

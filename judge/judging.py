@@ -1,0 +1,312 @@
+"""The judge: one model reading of a finished run (task, judge_context, verdict, trajectory, final page) stored as a
+Judgment and announced as run.judged; it never changes the run's status or verdict."""
+
+import base64
+import json
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from agent_platform.models import Price, Speed
+from runs.agent.model import ModelUnavailable, create_message
+from runs.events import emit
+from runs.models import Event, Run
+from runs.screenshots import read_screenshot
+
+from . import prompts
+from .models import Judgment
+
+log = logging.getLogger(__name__)
+
+JUDGE_MAX_TOKENS = 2048
+TOOL_RESULT_CHARS = 300
+FINAL_VIEW_CHARS = 8000
+JUDGE_TRAJECTORY_CHARS = 24000
+VERDICTS = {choice.value for choice in Judgment.Verdict}
+
+
+# --- what the judge and the grader read ------------------------------------------------------------------------
+
+
+def text_of(value: Any) -> str:
+    """The text of an event field that may be a string, a list of content blocks, or anything JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(part for part in (text_of(item) for item in value) if part)
+    if isinstance(value, dict):
+        if value.get("type") == "image":
+            return "[image]"
+        if "text" in value:
+            return text_of(value["text"])
+        if "content" in value:
+            return text_of(value["content"])
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def shorten_tool_result(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
+    """The start of a tool's output, with every [notice] line kept: notices are what the runtime told the agent."""
+    lines = text.splitlines()
+    notices = [line for line in lines if line.lstrip().startswith("[notice]")]
+    body = "\n".join(line for line in lines if not line.lstrip().startswith("[notice]")).strip()
+    if len(body) > limit:
+        body = body[:limit].rstrip() + f" …[{len(body) - limit} more chars]"
+    return "\n".join([body, *notices]).strip()
+
+
+def _trajectory_line(event: Event) -> str | None:
+    data = event.payload or {}
+    if event.type == "agent.message":
+        text = text_of(data.get("text") if "text" in data else data.get("content")).strip()
+        return f"agent: {text}" if text else None
+    if event.type == "agent.tool_use":
+        tool_input = json.dumps(data.get("input", {}), ensure_ascii=False, default=str)
+        if len(tool_input) > 600:
+            tool_input = tool_input[:600] + "…"
+        return f"tool_use {data.get('name', '?')} {tool_input}"
+    if event.type == "agent.tool_result":
+        text = shorten_tool_result(text_of(data.get("content") if "content" in data else data.get("text")))
+        marker = "tool_error" if data.get("is_error") else "tool_result"
+        return f"{marker}: {text}" if text else marker
+    if "error" in event.type or "violation" in event.type:
+        message = data.get("message") or data.get("error_message") or data.get("error") or data
+        return f"{event.type}: {text_of(message)[:TOOL_RESULT_CHARS]}"
+    if event.type == "run.finished" and data.get("error_code"):
+        return f"run ended: {data.get('error_code')}: {data.get('error_message') or ''}".strip()
+    return None
+
+
+def trajectory(run: Run, max_chars: int = JUDGE_TRAJECTORY_CHARS) -> str:
+    """The steps the run took, one line each; a long run keeps its start and its end, since both matter most."""
+    lines = [f"{index}. {line}" for index, line in enumerate(_lines(run), start=1)]
+    if sum(len(line) + 1 for line in lines) <= max_chars:
+        return "\n".join(lines) or "(no steps recorded)"
+    head, tail, used = [], [], 0
+    half = max_chars // 2
+    for line in lines:
+        if used + len(line) + 1 > half:
+            break
+        head.append(line)
+        used += len(line) + 1
+    used = 0
+    for line in reversed(lines[len(head) :]):
+        if used + len(line) + 1 > half:
+            break
+        tail.insert(0, line)
+        used += len(line) + 1
+    omitted = len(lines) - len(head) - len(tail)
+    return "\n".join([*head, f"… {omitted} steps omitted …", *tail])
+
+
+def _lines(run: Run) -> list[str]:
+    events = Event.objects.filter(run=run).exclude(type__in=["agent.usage", "agent.final_view"]).order_by("seq")
+    return [line for line in (_trajectory_line(event) for event in events) if line]
+
+
+def final_view(run: Run) -> dict | None:
+    """The page as the agent last saw it: the runtime's agent.final_view, else the last screenshot it was shown."""
+    event = Event.objects.filter(run=run, type="agent.final_view").order_by("-seq").first()
+    if event is not None:
+        return dict(event.payload or {})
+    for event in Event.objects.filter(run=run, type="agent.tool_result").order_by("-seq"):
+        data = event.payload or {}
+        if data.get("screenshot_url"):
+            return {
+                "url": data.get("url", ""),
+                "title": data.get("title", ""),
+                "text": text_of(data.get("content") if "content" in data else data.get("text")),
+                "screenshot_url": data["screenshot_url"],
+            }
+    return None
+
+
+def final_view_text(view: dict | None, limit: int = FINAL_VIEW_CHARS) -> str:
+    if not view:
+        return "(the runtime recorded no final page)"
+    text = text_of(view.get("text")).strip() or "(no text)"
+    if len(text) > limit:
+        text = text[:limit] + f" …[{len(text) - limit} more chars]"
+    return f"URL: {view.get('url') or '?'}\nTitle: {view.get('title') or '?'}\n\n{text}"
+
+
+def latest_verdict(run: Run) -> dict:
+    """The agent's verdict: the run's recorded one once it finished, else its last accepted done call."""
+    if run.is_finished:
+        return {
+            "status": run.status,
+            "success": run.success,
+            "output": run.output,
+            "data": run.data,
+            "error_code": run.error_code or None,
+            "error_message": run.error_message or None,
+        }
+    done = Event.objects.filter(run=run, type="agent.tool_use", payload__name="done").order_by("-seq").first()
+    tool_input = (done.payload or {}).get("input", {}) if done else {}
+    return {
+        "status": run.status,
+        "success": tool_input.get("success"),
+        "output": tool_input.get("output", ""),
+        "data": tool_input.get("data"),
+        "error_code": None,
+        "error_message": None,
+    }
+
+
+def verdict_text(verdict: dict) -> str:
+    data = json.dumps(verdict.get("data"), ensure_ascii=False, indent=1) if verdict.get("data") is not None else "none"
+    lines = [
+        f"Status: {verdict.get('status')}",
+        f"success: {json.dumps(verdict.get('success'))}",
+        f"Error code: {verdict.get('error_code') or 'none'}",
+    ]
+    if verdict.get("error_message"):
+        lines.append(f"Error message: {verdict['error_message']}")
+    lines += [f"Output:\n{verdict.get('output') or '(empty)'}", f"Data:\n{data}"]
+    return "\n".join(lines)
+
+
+def supports_vision(model: str) -> bool:
+    """Settings name models explicitly; otherwise the price row in force says. Unknown models get no image,
+    since an image sent to a text-only model fails the whole request."""
+    if model in settings.JUDGE_NO_VISION_MODELS:
+        return False
+    if model in settings.JUDGE_VISION_MODELS:
+        return True
+    price = Price.in_force(model, Speed.STANDARD, timezone.now())
+    return bool(price and price.supports_vision)
+
+
+def viewport_image_block(view: dict | None) -> dict | None:
+    url = (view or {}).get("screenshot_url")
+    if not url:
+        return None
+    try:
+        png = read_screenshot(url)
+    except (OSError, ValueError):
+        log.warning("final viewport %s could not be read", url)
+        return None
+    if not png:
+        return None
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": base64.b64encode(png).decode()},
+    }
+
+
+def forced_tool_input(message, tool: str) -> tuple[dict | None, str]:
+    """The input of the forced tool call, or None and why there is none."""
+    for block in message.content or []:
+        if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == tool:
+            if isinstance(block.input, dict):
+                return block.input, ""
+            return None, f"the {tool} input was not an object"
+    return None, f"the answer held no {tool} call"
+
+
+# --- the judge ---------------------------------------------------------------------------------------------------
+
+
+def judge_request(run: Run, judge_context: list[str], model: str) -> dict:
+    """The Messages request: judge_context first (weighed before everything), then the task, verdict, steps, page."""
+    view = final_view(run)
+    context = "\n".join(f"- {statement}" for statement in judge_context) or "(none)"
+    sections = [
+        f"# Judge context (weigh these before everything else)\n{context}",
+        f"# Task\n{run.task}" + (f"\nStart URL: {run.start_url}" if run.start_url else ""),
+        f"# The agent's verdict\n{verdict_text(latest_verdict(run))}",
+        f"# Steps the run took\n{trajectory(run)}",
+        f"# The final page as the agent last saw it\n{final_view_text(view)}",
+    ]
+    content: list[dict] = [{"type": "text", "text": "\n\n".join(sections)}]
+    image = viewport_image_block(view) if supports_vision(model) else None
+    if image is not None:
+        content += [{"type": "text", "text": "The final viewport as the agent last saw it:"}, image]
+    return {
+        "model": model,
+        "max_tokens": JUDGE_MAX_TOKENS,
+        "system": prompts.JUDGE_SYSTEM,
+        "tools": [prompts.JUDGE_TOOL_DEFINITION],
+        "tool_choice": {"type": "tool", "name": prompts.JUDGE_TOOL},
+        "messages": [{"role": "user", "content": content}],
+    }
+
+
+def parse_judgment(message) -> tuple[dict | None, str]:
+    answer, problem = forced_tool_input(message, prompts.JUDGE_TOOL)
+    if answer is None:
+        return None, problem
+    if answer.get("verdict") not in VERDICTS:
+        return None, f"verdict {answer.get('verdict')!r} is not pass, fail or uncertain"
+    if not isinstance(answer.get("reason"), str) or not answer["reason"].strip():
+        return None, "reason is missing or not a string"
+    for flag in ("blocked", "impossible"):
+        if not isinstance(answer.get(flag), bool):
+            return None, f"{flag} is missing or not a boolean"
+    return answer, ""
+
+
+def with_retry_note(params: dict, problem: str, tool: str) -> dict:
+    note = {"type": "text", "text": prompts.RETRY_NOTE.format(problem=problem, tool=tool)}
+    message = params["messages"][0]
+    return {**params, "messages": [{**message, "content": [*message["content"], note]}]}
+
+
+def ask_forced(run: Run, params: dict, tool: str, parse) -> tuple[dict | None, str, list]:
+    """Ask once, and once more if the answer is unusable; returns (answer or None, problem, messages received).
+    ModelUnavailable propagates: the SDK already retried."""
+    received = []
+    answer, problem = None, ""
+    for attempt in range(2):
+        request = params if attempt == 0 else with_retry_note(params, problem, tool)
+        message = create_message(run, source="judge", **request)
+        received.append(message)
+        answer, problem = parse(message)
+        if answer is not None:
+            break
+        log.warning("%s answer for %s unusable (attempt %d): %s", tool, run.public_id, attempt + 1, problem)
+    return answer, problem, received
+
+
+def judge(run: Run, *, judge_context: list[str] | None = None, requested_by=None) -> Judgment:
+    """Judge `run` once (with the run's own judge_context unless one is given), store and announce the Judgment.
+
+    An unusable answer is asked again once, then stored as uncertain. A model that cannot answer (the SDK's
+    retries exhausted) is stored as uncertain too, rather than retried by Celery: the SDK has already retried
+    with backoff, and an operator can re-judge.
+    """
+    context = list(run.judge_context or []) if judge_context is None else list(judge_context)
+    model = settings.JUDGE_MODEL
+    params = judge_request(run, context, model)
+    try:
+        answer, problem, _ = ask_forced(run, params, prompts.JUDGE_TOOL, parse_judgment)
+    except ModelUnavailable as error:
+        answer = {
+            "verdict": Judgment.Verdict.UNCERTAIN,
+            "reason": f"The judge model was unavailable, so the run was not judged: {error}",
+            "blocked": False,
+            "impossible": False,
+        }
+    if answer is None:
+        answer = {
+            "verdict": Judgment.Verdict.UNCERTAIN,
+            "reason": f"The judge's answer could not be read twice ({problem}), so no verdict was recorded.",
+            "blocked": False,
+            "impossible": False,
+        }
+    judgment = Judgment.objects.create(
+        run=run,
+        verdict=answer["verdict"],
+        reason=answer["reason"].strip(),
+        blocked=answer["blocked"],
+        impossible=answer["impossible"],
+        judge_context=context,
+        model=model,
+        requested_by=requested_by,
+        judged_at=timezone.now(),
+    )
+    emit(run, "run.judged", {**judgment.as_dict(), "judgment_id": judgment.pk})
+    return judgment

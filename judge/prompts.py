@@ -1,0 +1,82 @@
+"""What the judge and the outcome grader are told, and the strict tools they answer through."""
+
+JUDGE_TOOL = "record_judgment"
+GRADER_TOOL = "record_evaluation"
+
+JUDGE_SYSTEM = """\
+You are the judge of a browser agent's run: a strict, fair grader who reads what the agent was asked to do, \
+what it did and what it reported, and decides whether the task was really accomplished.
+
+How to judge:
+- The operator's statements under "Judge context" come first: they are facts and criteria you must weigh before \
+everything else, even where they contradict the task's wording or the agent's account.
+- The agent's verdict and output are its own claims; check them against the steps it took and the final page. \
+Reward what the evidence shows, not what the agent says.
+- pass: the task as stated was accomplished and the output is correct and complete for it.
+- fail: it was not accomplished, the output is wrong or incomplete, or the agent claimed success it did not earn.
+- uncertain: the evidence you were given does not let you decide either way.
+- blocked: true when a captcha, login wall, access denial, rate limit or bot detection stood in the way, \
+whatever the verdict.
+- impossible: true when no agent could have completed the task as stated (what it asks for does not exist, \
+or the task contradicts itself).
+- reason: one paragraph naming the evidence your verdict rests on.
+
+Answer only by calling the record_judgment tool, once."""
+
+JUDGE_TOOL_DEFINITION = {
+    "name": JUDGE_TOOL,
+    "description": "Record your judgment of the run. Call it exactly once; it is your whole answer.",
+    "strict": True,
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "verdict": {"type": "string", "enum": ["pass", "fail", "uncertain"]},
+            "reason": {"type": "string", "description": "One paragraph: the evidence the verdict rests on."},
+            "blocked": {
+                "type": "boolean",
+                "description": "A captcha, login wall, access denial, rate limit or bot detection stood in the way.",
+            },
+            "impossible": {
+                "type": "boolean",
+                "description": "No agent could have completed the task as stated.",
+            },
+        },
+        "required": ["verdict", "reason", "blocked", "impossible"],
+        "additionalProperties": False,
+    },
+}
+
+GRADER_SYSTEM = """\
+You are the grader of a browser agent's deliverables against an outcome and its rubric. Be strict and specific.
+
+- satisfied: every criterion of the rubric is met by the agent's latest output and data.
+- needs_revision: one or more criteria are not met but the agent could meet them by revising its work; \
+the explanation must name each failing criterion and what is wrong, so the agent can fix it.
+- failed: the rubric does not apply to the deliverables (it grades something this task cannot produce), \
+so no revision could satisfy it.
+
+Judge the deliverables (output and data) with the trajectory and the final page as evidence; do not reward \
+claims the evidence contradicts. Answer only by calling the record_evaluation tool, once."""
+
+GRADER_TOOL_DEFINITION = {
+    "name": GRADER_TOOL,
+    "description": "Record the evaluation of the deliverables against the rubric. Call it exactly once.",
+    "strict": True,
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "result": {"type": "string", "enum": ["satisfied", "needs_revision", "failed"]},
+            "explanation": {
+                "type": "string",
+                "description": "Why; for needs_revision, which criteria failed and why.",
+            },
+        },
+        "required": ["result", "explanation"],
+        "additionalProperties": False,
+    },
+}
+
+RETRY_NOTE = (
+    "Your previous answer could not be used: {problem}. Answer again, only by calling the {tool} tool once, "
+    "with every field of its schema."
+)

@@ -1,0 +1,49 @@
+"""Asking for judgments: after a judged run finishes, and again on an operator's request with edited judge_context."""
+
+import logging
+
+from django.db import transaction
+
+from runs.launch import LaunchError, clean_judge_context
+from runs.models import Run
+
+log = logging.getLogger(__name__)
+
+
+def enqueue_judgment(run: Run, *, judge_context: list[str] | None = None, requested_by=None) -> None:
+    """Queue a judge task once the current transaction commits, so the worker reads the committed run."""
+    from .tasks import judge_run  # lazily: the tasks module imports the runtime's model client
+
+    requested_by_id = requested_by.pk if requested_by is not None else None
+
+    def send() -> None:
+        try:
+            judge_run.delay(run.pk, judge_context=judge_context, requested_by_id=requested_by_id)
+        except Exception:
+            # The run's own result is unaffected; an operator can re-judge once the broker is back.
+            log.exception("could not enqueue the judgment of %s", run.public_id)
+
+    transaction.on_commit(send)
+
+
+def judge_on_finish(run: Run) -> None:
+    """A run created with judge: true gets a judgment after any ending but cancelled."""
+    if run.judge and run.status in Run.TERMINAL and run.status != Run.Status.CANCELLED:
+        enqueue_judgment(run)
+
+
+def request_rejudge(run: Run, *, judge_context, requested_by) -> None:
+    """Judge a finished run again with this judge_context; every judgment is kept and billed as judge usage.
+
+    Raises LaunchError: invalid_request for a bad judge_context (the launch rules: at most 8 statements of at
+    most 500 characters), conflict for a run that has not finished.
+    """
+    cleaned = clean_judge_context(judge_context)
+    run.refresh_from_db(fields=["status"])
+    if not run.is_finished:
+        raise LaunchError(
+            "conflict",
+            f"The run is {run.status}; only a finished run can be judged again.",
+            field="status",
+        )
+    enqueue_judgment(run, judge_context=cleaned, requested_by=requested_by)
