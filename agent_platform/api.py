@@ -1,10 +1,16 @@
 """The one NinjaAPI: bearer API-key auth scoped to a workspace, and the error envelope every endpoint answers with."""
 
+import json
+import math
+from typing import Any
+
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
+from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
 
@@ -61,6 +67,41 @@ class ApiKeyAuth(HttpBearer):
         return key
 
 
+def unstorable(value) -> str | None:
+    """Why a parsed JSON value cannot be stored as it is (NUL, lone surrogates, NaN/Infinity); None if it can."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "the NUL character (\\u0000) is not allowed in strings"
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "a string holds a lone UTF-16 surrogate, which is not valid Unicode"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return "NaN and Infinity are not JSON numbers"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+class StrictJsonParser(Parser):
+    """JSON bodies within the size limit (also those sent without Content-Length) that the database can store."""
+
+    def parse_body(self, request: HttpRequest):
+        if len(request.body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            raise RequestDataTooBig()
+        data = json.loads(request.body)
+        problem = unstorable(data)
+        if problem:
+            raise ApiError("invalid_request", f"Invalid request body: {problem}.")
+        return data
+
+
 api = NinjaAPI(
     title="Pilothouse API",
     version="1",
@@ -68,7 +109,24 @@ api = NinjaAPI(
     auth=ApiKeyAuth(),
     docs_url="/docs",
     throttle=[KeyRateThrottle()],
+    parser=StrictJsonParser(),
 )
+
+
+class ErrorBody(Schema):
+    type: str
+    message: str
+    detail: Any = None
+
+
+class ErrorOut(Schema):
+    """The one error envelope, for the OpenAPI document."""
+
+    error: ErrorBody
+
+
+# The error statuses any authenticated endpoint may answer with, for its `response=` declaration.
+ERROR_RESPONSES = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 429: ErrorOut}
 
 
 def error_response(request: HttpRequest, status: int, type: str, message: str, detail=None, headers=None):
@@ -124,8 +182,29 @@ def on_throttled(request, exc: Throttled):
     )
 
 
+def on_body_too_big(request, exc=None):
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return error_response(
+        request,
+        413,
+        "invalid_request",
+        f"The request body is larger than the limit of {limit} bytes.",
+        {"limit": limit},
+    )
+
+
+api.add_exception_handler(RequestDataTooBig, on_body_too_big)
+
+
 @api.exception_handler(HttpError)
 def on_http_error(request, exc: HttpError):
+    # ninja wraps whatever the body parser raised in HttpError(400, "Cannot parse request body"); say why instead.
+    if isinstance(exc.__cause__, RequestDataTooBig):
+        return on_body_too_big(request)
+    if isinstance(exc.__cause__, ApiError):
+        return on_api_error(request, exc.__cause__)
+    if isinstance(exc.__cause__, ValueError | RecursionError):
+        return error_response(request, 400, "invalid_request", f"The request body is not valid JSON: {exc.__cause__}")
     types = {400: "invalid_request", 401: "authentication_error", 403: "permission_error", 404: "not_found"}
     return error_response(request, exc.status_code, types.get(exc.status_code, "invalid_request"), str(exc))
 
@@ -143,3 +222,7 @@ def current_workspace(request):
 @api.exception_handler(Http404)
 def on_not_found(request, exc):
     return error_response(request, 404, "not_found", str(exc) or "Not found.")
+
+
+api.add_router("/", "runs.api.router")
+api.add_router("/", "agent_platform.usage_api.router")

@@ -1,0 +1,486 @@
+"""The runs API: launch, list, read, cancel and re-judge runs, read their events and judgments, and their sessions."""
+
+import base64
+import binascii
+import json
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.http import HttpRequest
+from ninja import Field, Header, Query, Router, Schema, Status
+from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
+
+from agent_platform.api import ERROR_RESPONSES, ApiError, ErrorOut
+from judge.models import Judgment, OutcomeEvaluation
+
+from . import launch
+from .lifecycle import request_cancel
+from .models import Event, Run, Session
+
+router = Router()
+
+PUBLIC_ID = re.compile(r"^[a-z]{2,8}_[0-9a-z]{1,40}$")
+PAGE_DEFAULT = 20
+PAGE_MAX = 100
+EVENTS_DEFAULT = 100
+EVENTS_MAX = 1000
+SEQ_MAX = 2**31 - 1
+
+
+# --- schemas -------------------------------------------------------------------------------------------------------
+
+
+class OutcomeIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    description: StrictStr = Field(description="What the run should deliver.")
+    rubric: StrictStr = Field(description="The markdown rubric the grader checks the deliverables against.")
+    max_iterations: StrictInt | None = Field(None, description="Evaluation cycles, 1 to 20 (default 3).")
+
+
+class RunIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    task: StrictStr = Field(description="What the agent should do (at most 20,000 characters).")
+    session_id: StrictStr | None = Field(None, description="Continue in this session (its browser state and schema).")
+    start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
+    model: StrictStr | None = Field(None, description="The model; the platform's default when omitted.")
+    max_turns: StrictInt | None = Field(None, description="Action turns allowed, 1 to 200 (default 30).")
+    output_schema: dict[str, Any] | None = Field(
+        None, description="An object JSON Schema in the bounded subset (at most 8 KiB) the run's data must satisfy."
+    )
+    judge: StrictBool = Field(False, description="Have a judge read the run after it finishes.")
+    judge_context: list[StrictStr] | None = Field(
+        None, description="At most 8 statements of at most 500 characters the judge weighs first."
+    )
+    outcome: OutcomeIn | None = None
+    allowed_domains: list[StrictStr] | None = Field(None, description="Host names the browser may reach.")
+    metadata: dict[str, Any] | None = Field(None, description="Your own JSON object (at most 16 KiB), kept as is.")
+
+
+class RejudgeIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    judge_context: list[StrictStr] | None = Field(
+        None, description="Replaces the run's judge_context for this reading."
+    )
+
+
+class RunErrorOut(Schema):
+    code: str
+    message: str
+
+
+class UsageOut(Schema):
+    requests: int
+    total: int
+    output: int
+    cache_read: int
+    cache_write: int
+    cost_usd: str = Field(description="Exact decimal string, in US dollars.")
+
+
+class JudgmentOut(Schema):
+    verdict: Literal["pass", "fail", "uncertain"]
+    reason: str
+    blocked: bool
+    impossible: bool
+    judged_at: str
+
+
+class JudgmentDetailOut(JudgmentOut):
+    judge_context: list[str]
+    model: str
+
+
+class JudgmentListOut(Schema):
+    judgments: list[JudgmentDetailOut]
+
+
+class EvaluationUsageOut(Schema):
+    input_tokens: int
+    output_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+    speed: str | None
+
+
+class EvaluationOut(Schema):
+    iteration: int
+    result: str | None
+    explanation: str
+    usage: EvaluationUsageOut
+
+
+class OutcomeOut(Schema):
+    id: str
+    description: str
+    max_iterations: int
+    evaluations: list[EvaluationOut]
+
+
+class RunOut(Schema):
+    id: str
+    session_id: str
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    task: str
+    start_url: str
+    model: str
+    scripted: bool
+    max_turns: int
+    judge: bool
+    judge_context: list[str]
+    allowed_domains: list[str]
+    output_schema: dict[str, Any] | None
+    success: bool | None
+    output: str
+    data: Any = None
+    error: RunErrorOut | None
+    signals: dict[str, Any]
+    usage: UsageOut
+    judgment: JudgmentOut | None
+    outcome: OutcomeOut | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class RunListOut(Schema):
+    runs: list[RunOut]
+    next_cursor: str | None
+    has_more: bool
+
+
+class EventOut(Schema):
+    id: str
+    seq: int
+    type: str
+    data: Any = None
+    processed_at: str
+
+
+class EventListOut(Schema):
+    events: list[EventOut]
+    next_after: int
+    has_more: bool
+
+
+class SessionOut(Schema):
+    id: str
+    output_schema: dict[str, Any] | None
+    run_count: int
+    created_at: datetime
+
+
+class SessionDetailOut(SessionOut):
+    runs: list[RunOut]
+
+
+class SessionListOut(Schema):
+    sessions: list[SessionOut]
+    next_cursor: str | None
+    has_more: bool
+
+
+ERRORS = ERROR_RESPONSES
+
+
+# --- reading rows --------------------------------------------------------------------------------------------------
+
+
+def runs_of(request: HttpRequest) -> QuerySet[Run]:
+    return (
+        Run.objects.for_workspace(request.workspace)
+        .select_related("session", "outcome")
+        .prefetch_related(
+            Prefetch("judgments", queryset=Judgment.objects.order_by("-judged_at", "-id")),
+            Prefetch("outcome__evaluations", queryset=OutcomeEvaluation.objects.order_by("iteration")),
+        )
+    )
+
+
+def find(queryset: QuerySet, public_id: str, what: str):
+    """The workspace's object with this id; any other id (malformed, unknown, another workspace's) is not_found."""
+    found = queryset.filter(public_id=public_id).first() if PUBLIC_ID.match(public_id) else None
+    if found is None:
+        raise ApiError("not_found", f"No {what} '{public_id[:60]}' in this workspace.")
+    return found
+
+
+def outcome_out(run: Run) -> dict | None:
+    try:
+        outcome = run.outcome
+    except Run.outcome.RelatedObjectDoesNotExist:
+        return None
+    return {
+        "id": outcome.public_id,
+        "description": outcome.description,
+        "max_iterations": outcome.max_iterations,
+        "evaluations": [
+            {
+                "iteration": evaluation.iteration,
+                "result": evaluation.result or None,
+                "explanation": evaluation.explanation,
+                "usage": {
+                    "input_tokens": evaluation.input_tokens,
+                    "output_tokens": evaluation.output_tokens,
+                    "cache_read_input_tokens": evaluation.cache_read_input_tokens,
+                    "cache_creation_input_tokens": evaluation.cache_creation_input_tokens,
+                    "speed": evaluation.speed,
+                },
+            }
+            for evaluation in outcome.evaluations.all()
+        ],
+    }
+
+
+def run_out(run: Run) -> dict:
+    """A run as the API returns it (runs_of's prefetches keep a page of these at a fixed number of queries)."""
+    judgments = list(run.judgments.all())
+    return {
+        "id": run.public_id,
+        "session_id": run.session.public_id,
+        "status": run.status,
+        "task": run.task,
+        "start_url": run.start_url,
+        "model": run.model,
+        "scripted": run.scripted,
+        "max_turns": run.max_turns,
+        "judge": run.judge,
+        "judge_context": run.judge_context,
+        "allowed_domains": run.allowed_domains,
+        # The schema is the session's: a follow-up that named none still answers to it.
+        "output_schema": run.session.output_schema,
+        "success": run.success,
+        "output": run.output,
+        "data": run.data,
+        "error": {"code": run.error_code, "message": run.error_message} if run.error_code else None,
+        "signals": run.signals,
+        "usage": run.usage,
+        "judgment": judgments[0].as_dict() if judgments else None,
+        "outcome": outcome_out(run),
+        "metadata": run.metadata,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+    }
+
+
+def judgment_out(judgment: Judgment) -> dict:
+    return {**judgment.as_dict(), "judge_context": judgment.judge_context, "model": judgment.model}
+
+
+def reload(request: HttpRequest, run: Run) -> Run:
+    return runs_of(request).get(pk=run.pk)
+
+
+# --- cursors: opaque, over (created_at, id) so pages stay stable while new rows arrive --------------------------------
+
+
+def encode_cursor(row) -> str:
+    raw = json.dumps([row.created_at.isoformat(), row.pk]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created_at, pk = json.loads(raw)
+        created_at = datetime.fromisoformat(created_at)
+        if not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk <= 2**63 - 1 or created_at.tzinfo is None:
+            raise ValueError(pk)
+        return created_at, pk
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+        raise ApiError("invalid_request", "cursor: not a cursor this API returned.") from None
+
+
+def paginate(queryset: QuerySet, cursor: str | None, limit: int) -> tuple[list, str | None, bool]:
+    """A page of a queryset ordered newest first by (created_at, id), with the cursor of the next page."""
+    queryset = queryset.order_by("-created_at", "-id")
+    if cursor:
+        created_at, pk = decode_cursor(cursor)
+        queryset = queryset.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
+    rows = list(queryset[: limit + 1])
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, (encode_cursor(rows[-1]) if has_more else None), has_more
+
+
+def check_public_id(value: str | None, field: str) -> None:
+    if value is not None and not PUBLIC_ID.match(value):
+        raise ApiError("invalid_request", f"{field}: not an id of this API.")
+
+
+# --- runs ----------------------------------------------------------------------------------------------------------
+
+
+@router.post(
+    "/runs",
+    response={201: RunOut, 409: ErrorOut, **ERRORS},
+    tags=["runs"],
+    summary="Launch a run",
+    description="Creates a run (and a session unless session_id names one) and queues it. A retried request "
+    "with the same Idempotency-Key returns the run the first one created.",
+)
+def create_run(
+    request: HttpRequest,
+    payload: RunIn,
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+):
+    body = payload.model_dump(exclude_unset=True)
+    try:
+        run = launch.launch_run(request.workspace, **body, idempotency_key=idempotency_key)
+    except launch.LaunchError as error:
+        raise ApiError(error.type, error.message, error.detail) from None
+    return Status(201, run_out(reload(request, run)))
+
+
+class RunFilters(Schema):
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"] | None = None
+    session_id: str | None = None
+    verdict: Literal["pass", "fail", "uncertain"] | None = Field(None, description="The latest judgment's verdict.")
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    cursor: str | None = Field(None, description="next_cursor of the previous page.")
+    limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
+
+
+@router.get("/runs", response={200: RunListOut, **ERRORS}, tags=["runs"], summary="List runs, newest first")
+def list_runs(request: HttpRequest, filters: Query[RunFilters]):
+    runs = runs_of(request)
+    if filters.status:
+        runs = runs.filter(status=filters.status)
+    if filters.session_id is not None:
+        check_public_id(filters.session_id, "session_id")
+        runs = runs.filter(session__public_id=filters.session_id)
+    if filters.verdict:
+        latest = Judgment.objects.filter(run=OuterRef("pk")).order_by("-judged_at", "-id").values("verdict")[:1]
+        runs = runs.annotate(latest_verdict=Subquery(latest)).filter(latest_verdict=filters.verdict)
+    if filters.created_after:
+        runs = runs.filter(created_at__gt=filters.created_after)
+    if filters.created_before:
+        runs = runs.filter(created_at__lt=filters.created_before)
+    rows, next_cursor, has_more = paginate(runs, filters.cursor, filters.limit)
+    return {"runs": [run_out(run) for run in rows], "next_cursor": next_cursor, "has_more": has_more}
+
+
+@router.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, tags=["runs"], summary="A run")
+def get_run(request: HttpRequest, run_id: str):
+    return run_out(find(runs_of(request), run_id, "run"))
+
+
+@router.post(
+    "/runs/{run_id}/cancel",
+    response={200: RunOut, **ERRORS},
+    tags=["runs"],
+    summary="Cancel a run",
+    description="Idempotent. A queued run is cancelled at once; a running one stops at its next safe point; "
+    "a finished run is returned as it is.",
+)
+def cancel_run(request: HttpRequest, run_id: str):
+    run = find(runs_of(request), run_id, "run")
+    request_cancel(run)
+    return run_out(reload(request, run))
+
+
+@router.post(
+    "/runs/{run_id}/rejudge",
+    response={202: RunOut, 409: ErrorOut, **ERRORS},
+    tags=["runs"],
+    summary="Judge a finished run again",
+    description="Queues another judge reading, with judge_context replacing the run's if given. Every judgment "
+    "is kept; GET /runs/{id}/judgments lists them, latest first.",
+)
+def rejudge_run(request: HttpRequest, run_id: str, payload: RejudgeIn | None = None):
+    run = find(runs_of(request), run_id, "run")
+    body = payload.model_dump(exclude_unset=True) if payload else {}
+    try:
+        judge_context = launch.clean_judge_context(body.get("judge_context"))
+    except launch.LaunchError as error:
+        raise ApiError(error.type, error.message, error.detail) from None
+    if not run.is_finished:
+        raise ApiError("conflict", f"Run {run.public_id} is {run.status}; only a finished run can be judged again.")
+    try:
+        from judge.services import request_rejudge
+    except ImportError:
+        raise ApiError("conflict", "Re-judging is not available on this installation yet.") from None
+    request_rejudge(run, judge_context=judge_context if "judge_context" in body else None, requested_by=None)
+    return Status(202, run_out(reload(request, run)))
+
+
+class EventFilters(Schema):
+    after: int = Field(0, ge=0, le=SEQ_MAX, description="Return events with seq greater than this.")
+    limit: int = Field(EVENTS_DEFAULT, ge=1, le=EVENTS_MAX)
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response={200: EventListOut, **ERRORS},
+    tags=["runs"],
+    summary="A run's events in order",
+    description="Pass the previous answer's next_after as after to follow a run without gaps or duplicates.",
+)
+def list_events(request: HttpRequest, run_id: str, filters: Query[EventFilters]):
+    run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
+    events = list(Event.objects.filter(run=run, seq__gt=filters.after).order_by("seq")[: filters.limit + 1])
+    has_more = len(events) > filters.limit
+    events = events[: filters.limit]
+    return {
+        "events": [event.as_dict() for event in events],
+        "next_after": events[-1].seq if events else filters.after,
+        "has_more": has_more,
+    }
+
+
+@router.get(
+    "/runs/{run_id}/judgments",
+    response={200: JudgmentListOut, **ERRORS},
+    tags=["runs"],
+    summary="Judgments, latest first",
+)
+def list_judgments(request: HttpRequest, run_id: str):
+    run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
+    return {"judgments": [judgment_out(j) for j in run.judgments.order_by("-judged_at", "-id")]}
+
+
+# --- sessions ------------------------------------------------------------------------------------------------------
+
+
+def session_out(session: Session, run_count: int) -> dict:
+    return {
+        "id": session.public_id,
+        "output_schema": session.output_schema,
+        "run_count": run_count,
+        "created_at": session.created_at,
+    }
+
+
+class SessionFilters(Schema):
+    cursor: str | None = Field(None, description="next_cursor of the previous page.")
+    limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
+
+
+@router.get("/sessions", response={200: SessionListOut, **ERRORS}, tags=["sessions"], summary="List sessions")
+def list_sessions(request: HttpRequest, filters: Query[SessionFilters]):
+    sessions = Session.objects.for_workspace(request.workspace).annotate(run_count=Count("runs"))
+    rows, next_cursor, has_more = paginate(sessions, filters.cursor, filters.limit)
+    return {
+        "sessions": [session_out(session, session.run_count) for session in rows],
+        "next_cursor": next_cursor,
+        "has_more": has_more,
+    }
+
+
+@router.get(
+    "/sessions/{session_id}",
+    response={200: SessionDetailOut, **ERRORS},
+    tags=["sessions"],
+    summary="A session with its schema and its runs in order",
+)
+def get_session(request: HttpRequest, session_id: str):
+    session = find(Session.objects.for_workspace(request.workspace), session_id, "session")
+    runs = list(runs_of(request).filter(session=session).order_by("created_at", "id"))
+    return {**session_out(session, len(runs)), "runs": [run_out(run) for run in runs]}
