@@ -313,17 +313,6 @@ class WireServer:
         self._thread.start()
         return self
 
-    def serve_forever(self) -> None:
-        """Serve on the calling thread until interrupted (the management command's mode)."""
-        handler = type("BoundWireHandler", (_WireHandler,), {"wire": self})
-        self._httpd = ThreadingHTTPServer((self.host, self.port), handler)
-        self._httpd.daemon_threads = True
-        try:
-            self._httpd.serve_forever()
-        finally:
-            self._httpd.server_close()
-            self._httpd = None
-
     def stop(self) -> None:
         if self._httpd is None:
             return
