@@ -1,8 +1,12 @@
-"""Admin for workspaces, members, API keys, prices and model requests."""
+"""Admin for workspaces, members, API keys, prices, and model requests with their totals and the billing view."""
 
 from django.contrib import admin
+from django.urls import path, reverse
+from django.utils.html import format_html
 
+from .admin_billing import billing_view
 from .models import ApiKey, Membership, ModelRequest, Price, Workspace
+from .reports import usage_totals
 
 
 class MembershipInline(admin.TabularInline):
@@ -60,6 +64,15 @@ class PriceAdmin(admin.ModelAdmin):
         "valid_from",
     ]
     list_filter = ["speed", "model"]
+    search_fields = ["model"]
+    date_hierarchy = "valid_from"
+
+    def get_readonly_fields(self, request, obj=None):
+        # A price some request was billed at is that request's history: change prices by adding a row with a later
+        # valid_from, which applies from that moment on only.
+        if obj is not None and ModelRequest.objects.filter(price=obj).exists():
+            return [field.name for field in self.model._meta.fields]
+        return []
 
 
 @admin.register(ModelRequest)
@@ -67,16 +80,59 @@ class ModelRequestAdmin(admin.ModelAdmin):
     list_display = [
         "created_at",
         "workspace",
-        "run",
+        "run_link",
         "source",
         "model",
         "speed",
         "input_tokens",
         "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
         "cost_usd",
-        "unpriced",
+        "priced",
     ]
-    list_filter = ["source", "speed", "unpriced", "model"]
+    list_filter = ["workspace", "model", "source", "speed", "unpriced"]
     list_select_related = ["workspace", "run"]
     raw_id_fields = ["workspace", "run", "price"]
+    search_fields = ["run__public_id", "model"]
     date_hierarchy = "created_at"
+    show_full_result_count = False
+
+    # Requests are billing history written by the runtime; the admin reviews them and never edits them.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="run", ordering="run__public_id")
+    def run_link(self, obj: ModelRequest) -> str:
+        if obj.run_id is None:
+            return "-"
+        url = reverse("admin:runs_run_change", args=[obj.run_id])
+        return format_html('<a href="{}">{}</a>', url, obj.run.public_id)
+
+    @admin.display(description="price", ordering="unpriced")
+    def priced(self, obj: ModelRequest) -> str:
+        if obj.unpriced:
+            return format_html(
+                '<strong style="color:#ba2121" title="{}">UNPRICED</strong>',
+                "No price was in force for this model and speed: billed at zero. Add a Price row.",
+            )
+        return "yes"
+
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(request, extra_context)
+        context = getattr(response, "context_data", None)
+        # One aggregate over the filtered queryset (not the page): the totals follow every filter and search.
+        if context is not None and "cl" in context:
+            context["usage_totals"] = usage_totals(context["cl"].queryset)
+            context["billing_url"] = reverse("admin:agent_platform_billing")
+        return response
+
+    def billing_view(self, request):
+        return billing_view(request, self.admin_site)
+
+    def get_urls(self):
+        billing = path("billing/", self.admin_site.admin_view(self.billing_view), name="agent_platform_billing")
+        return [billing, *super().get_urls()]

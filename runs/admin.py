@@ -1,8 +1,19 @@
-"""Admin for sessions, runs and events."""
+"""Admin for sessions, runs and events: runs show their signals, latest judge verdict, requests and cost."""
 
 from django.contrib import admin
+from django.db.models import F, IntegerField, OuterRef, Q, Subquery
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
+
+from judge.models import Judgment
 
 from .models import Event, Run, Session
+
+# Signals the runtime counts (Run.signals JSON), as integer annotations so the changelist can sort by them.
+COUNTED_SIGNALS = ["turns", "budget_notices", "loop_nudges", "stagnation_nudges"]
 
 
 @admin.register(Session)
@@ -13,13 +24,318 @@ class SessionAdmin(admin.ModelAdmin):
     raw_id_fields = ["workspace", "created_by"]
 
 
+class VerdictTurnFilter(admin.SimpleListFilter):
+    title = "verdict turn"
+    parameter_name = "verdict_turn"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("none", "none (not needed)"),
+            ("cap", "cap (max turns)"),
+            ("failures", "failures"),
+            ("prose", "prose"),
+            ("unrecorded", "not recorded"),
+        ]
+
+    def queryset(self, request, queryset):
+        if self.value() == "unrecorded":
+            return queryset.exclude(signals__has_key="verdict_turn")
+        if self.value():
+            return queryset.filter(signals__verdict_turn=self.value())
+        return queryset
+
+
+class VerdictFollowedFilter(admin.SimpleListFilter):
+    title = "verdict followed"
+    parameter_name = "verdict_followed"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "yes"), ("no", "no"), ("unrecorded", "not recorded")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(signals__verdict_followed=True)
+        if self.value() == "no":
+            return queryset.filter(signals__verdict_followed=False)
+        if self.value() == "unrecorded":
+            return queryset.exclude(signals__has_key="verdict_followed")
+        return queryset
+
+
+class SignalCountFilter(admin.SimpleListFilter):
+    """Runs where a counted signal fired (> 0) or did not."""
+
+    signal = ""
+
+    def lookups(self, request, model_admin):
+        return [("any", "fired"), ("none", "never")]
+
+    def queryset(self, request, queryset):
+        fired = Q(**{f"signal_{self.signal}__gt": 0})
+        if self.value() == "any":
+            return queryset.filter(fired)
+        if self.value() == "none":
+            return queryset.exclude(fired)
+        return queryset
+
+
+class BudgetNoticesFilter(SignalCountFilter):
+    title = "budget notices"
+    parameter_name = "budget_notices"
+    signal = "budget_notices"
+
+
+class LoopNudgesFilter(SignalCountFilter):
+    title = "loop nudges"
+    parameter_name = "loop_nudges"
+    signal = "loop_nudges"
+
+
+class StagnationNudgesFilter(SignalCountFilter):
+    title = "stagnation nudges"
+    parameter_name = "stagnation_nudges"
+    signal = "stagnation_nudges"
+
+
+class FailuresMaxFilter(admin.SimpleListFilter):
+    title = "failure budget reached"
+    parameter_name = "failures_max"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "yes"), ("no", "no")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(signals__failures_max=True)
+        if self.value() == "no":
+            return queryset.exclude(signals__failures_max=True)
+        return queryset
+
+
+class TurnsFilter(admin.SimpleListFilter):
+    title = "turns"
+    parameter_name = "turns"
+
+    def lookups(self, request, model_admin):
+        return [("all", "all turns used"), ("some", "fewer than max_turns"), ("unrecorded", "not recorded")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "all":
+            return queryset.filter(signal_turns__gte=F("max_turns"))
+        if self.value() == "some":
+            return queryset.filter(signal_turns__lt=F("max_turns"))
+        if self.value() == "unrecorded":
+            return queryset.filter(signal_turns__isnull=True)
+        return queryset
+
+
+class JudgeVerdictFilter(admin.SimpleListFilter):
+    title = "judge verdict (latest)"
+    parameter_name = "judge_verdict"
+
+    def lookups(self, request, model_admin):
+        return [*Judgment.Verdict.choices, ("unjudged", "not judged")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "unjudged":
+            return queryset.filter(latest_verdict__isnull=True)
+        if self.value() in Judgment.Verdict.values:
+            return queryset.filter(latest_verdict=self.value())
+        return queryset
+
+
+class RequestsFilter(admin.SimpleListFilter):
+    title = "model requests"
+    parameter_name = "requests"
+    BUCKETS = {"0": (0, 0), "1-10": (1, 10), "11-50": (11, 50), "51+": (51, None)}
+
+    def lookups(self, request, model_admin):
+        return [(key, key) for key in self.BUCKETS]
+
+    def queryset(self, request, queryset):
+        if self.value() not in self.BUCKETS:
+            return queryset
+        low, high = self.BUCKETS[self.value()]
+        queryset = queryset.filter(usage_requests__gte=low)
+        return queryset if high is None else queryset.filter(usage_requests__lte=high)
+
+
+class CostFilter(admin.SimpleListFilter):
+    title = "cost (USD)"
+    parameter_name = "cost"
+    BUCKETS = {
+        "zero": ("0", "0"),
+        "under-0.10": ("0.00000001", "0.09999999"),
+        "0.10-1": ("0.10", "1"),
+        "over-1": ("1.00000001", None),
+    }
+
+    def lookups(self, request, model_admin):
+        return [("zero", "$0"), ("under-0.10", "under $0.10"), ("0.10-1", "$0.10 to $1"), ("over-1", "over $1")]
+
+    def queryset(self, request, queryset):
+        if self.value() not in self.BUCKETS:
+            return queryset
+        low, high = self.BUCKETS[self.value()]
+        queryset = queryset.filter(cost_usd__gte=low)
+        return queryset if high is None else queryset.filter(cost_usd__lte=high)
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["public_id", "workspace", "status", "success", "error_code", "model", "created_at"]
-    list_filter = ["status", "error_code", "model"]
+    list_display = [
+        "public_id",
+        "workspace",
+        "task_excerpt",
+        "status",
+        "success",
+        "error_code",
+        "verdict_turn",
+        "verdict_followed",
+        "turns",
+        "loop_nudges",
+        "stagnation_nudges",
+        "budget_notices",
+        "judge_verdict",
+        "usage_requests",
+        "cost_usd",
+        "created_at",
+        "links",
+    ]
+    list_filter = [
+        "status",
+        "success",
+        "error_code",
+        VerdictTurnFilter,
+        VerdictFollowedFilter,
+        TurnsFilter,
+        FailuresMaxFilter,
+        LoopNudgesFilter,
+        StagnationNudgesFilter,
+        BudgetNoticesFilter,
+        JudgeVerdictFilter,
+        RequestsFilter,
+        CostFilter,
+        "model",
+        "scripted",
+        "workspace",
+    ]
     list_select_related = ["workspace"]
     search_fields = ["public_id", "task"]
     raw_id_fields = ["workspace", "session", "created_by"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    readonly_fields = ["links", "public_id"]
+    fieldsets = [
+        (None, {"fields": ["links", "public_id", "workspace", "session", "created_by", "task", "start_url", "model"]}),
+        ("Outcome", {"fields": ["status", "success", "error_code", "error_message", "output", "data", "signals"]}),
+        (
+            "Usage",
+            {
+                "fields": [
+                    "usage_requests",
+                    "usage_input",
+                    "usage_output",
+                    "usage_cache_read",
+                    "usage_cache_write",
+                    "cost_usd",
+                ]
+            },
+        ),
+        (
+            "Settings",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    "scripted",
+                    "max_turns",
+                    "judge",
+                    "judge_context",
+                    "allowed_domains",
+                    "allow_javascript",
+                    "metadata",
+                    "idempotency_key",
+                ],
+            },
+        ),
+        (
+            "Timing",
+            {
+                "classes": ["collapse"],
+                "fields": ["created_at", "started_at", "finished_at", "cancel_requested_at", "heartbeat_at", "worker"],
+            },
+        ),
+    ]
+
+    def get_queryset(self, request):
+        latest_judgment = Judgment.objects.filter(run=OuterRef("pk")).order_by("-judged_at", "-id")
+        counted = {
+            f"signal_{name}": Cast(KeyTextTransform(name, "signals"), IntegerField()) for name in COUNTED_SIGNALS
+        }
+        # The latest verdict is a subquery in the one list query: no query per row however many runs are shown.
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(latest_verdict=Subquery(latest_judgment.values("verdict")[:1]), **counted)
+        )
+
+    # Runs are written by the runtime; the admin reviews them and never edits one.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="task", ordering="task")
+    def task_excerpt(self, obj: Run) -> str:
+        # Task text is user content: format_html escapes it, the full text goes in the title attribute.
+        return format_html('<span title="{}">{}</span>', obj.task, Truncator(obj.task).chars(60))
+
+    @admin.display(description="verdict turn")
+    def verdict_turn(self, obj: Run) -> str:
+        return str(obj.signals.get("verdict_turn", "-")) if isinstance(obj.signals, dict) else "-"
+
+    @admin.display(description="verdict followed", boolean=True)
+    def verdict_followed(self, obj: Run) -> bool | None:
+        value = obj.signals.get("verdict_followed") if isinstance(obj.signals, dict) else None
+        return value if isinstance(value, bool) else None
+
+    @admin.display(description="turns", ordering="signal_turns")
+    def turns(self, obj: Run) -> str:
+        used = obj.signal_turns
+        allowed = (
+            (obj.signals or {}).get("max_turns", obj.max_turns) if isinstance(obj.signals, dict) else obj.max_turns
+        )
+        return f"{'-' if used is None else used}/{allowed}"
+
+    @admin.display(description="loop nudges", ordering="signal_loop_nudges")
+    def loop_nudges(self, obj: Run) -> int:
+        return obj.signal_loop_nudges or 0
+
+    @admin.display(description="stagnation nudges", ordering="signal_stagnation_nudges")
+    def stagnation_nudges(self, obj: Run) -> int:
+        return obj.signal_stagnation_nudges or 0
+
+    @admin.display(description="budget notices", ordering="signal_budget_notices")
+    def budget_notices(self, obj: Run) -> int:
+        return obj.signal_budget_notices or 0
+
+    @admin.display(description="judge", ordering="latest_verdict")
+    def judge_verdict(self, obj: Run) -> str:
+        return obj.latest_verdict or "-"
+
+    @admin.display(description="links")
+    def links(self, obj: Run) -> str:
+        if obj.pk is None:
+            return "-"
+        return format_html(
+            '<a href="{}">run page</a> · <a href="{}">events</a> · <a href="{}">model requests</a> · '
+            '<a href="{}">judgments</a>',
+            reverse("runs:detail", args=[obj.public_id]),
+            f"{reverse('admin:runs_event_changelist')}?run__id__exact={obj.pk}",
+            f"{reverse('admin:agent_platform_modelrequest_changelist')}?run__id__exact={obj.pk}",
+            f"{reverse('admin:judge_judgment_changelist')}?run__id__exact={obj.pk}",
+        )
 
 
 @admin.register(Event)

@@ -1,0 +1,128 @@
+"""The admin's billing view: usage and cost per workspace per month and per day, split by model or source, and CSV."""
+
+import csv
+from dataclasses import dataclass
+from datetime import date, datetime, time
+
+from django.contrib.admin import AdminSite
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from .models import ModelRequest, Workspace
+from .reports import usage_by, usage_totals
+
+SPLITS = {"": "nothing", "model": "model", "source": "source"}
+METRICS = ["requests", "input", "output", "cache_read", "cache_write", "total", "cost_usd", "unpriced"]
+
+
+@dataclass
+class BillingFilters:
+    workspace: Workspace | None
+    month: date | None
+    split: str
+
+    def apply(self, queryset: QuerySet) -> QuerySet:
+        if self.workspace is not None:
+            queryset = queryset.filter(workspace=self.workspace)
+        if self.month is not None:
+            queryset = queryset.filter(
+                created_at__gte=month_start(self.month), created_at__lt=month_start(next_month(self.month))
+            )
+        return queryset
+
+    @property
+    def month_param(self) -> str:
+        return f"{self.month:%Y-%m}" if self.month else ""
+
+
+def next_month(month: date) -> date:
+    return date(month.year + 1, 1, 1) if month.month == 12 else date(month.year, month.month + 1, 1)
+
+
+def month_start(month: date) -> datetime:
+    # Months are calendar months of the current time zone, as TruncMonth groups them.
+    return timezone.make_aware(datetime.combine(month.replace(day=1), time.min))
+
+
+def parse_filters(request: HttpRequest, workspaces: list[Workspace]) -> BillingFilters:
+    """Read ?workspace=<id>&month=YYYY-MM&split=model|source; a bad value means "no filter", never an error page."""
+    chosen = request.GET.get("workspace", "")
+    workspace = next((ws for ws in workspaces if str(ws.pk) == chosen), None)
+    month_text = request.GET.get("month")
+    if month_text is None:
+        month = timezone.localdate().replace(day=1)
+    else:
+        try:
+            month = datetime.strptime(month_text, "%Y-%m").date() if month_text else None
+        except ValueError:
+            month = None
+    split = request.GET.get("split", "")
+    return BillingFilters(workspace, month, split if split in SPLITS else "")
+
+
+def billing_report(queryset: QuerySet, split: str) -> dict:
+    """The numbers the view shows and the CSV exports: totals, per workspace per month, per workspace per day."""
+    extra = [split] if split else []
+    return {
+        "totals": usage_totals(queryset),
+        "by_month": usage_by(queryset, ["workspace", "month", *extra], newest_first=True),
+        "by_day": usage_by(queryset, ["workspace", "day", *extra], newest_first=True),
+    }
+
+
+def csv_safe(value) -> str:
+    # Model names come from API answers and workspace names from users: never let a spreadsheet run them.
+    text = str(value)
+    return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def billing_csv(report: dict, filters: BillingFilters) -> HttpResponse:
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    name = f"billing-{filters.month_param or 'all'}{f'-{filters.workspace.slug}' if filters.workspace else ''}.csv"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    writer = csv.writer(response)
+    split_columns = [filters.split] if filters.split else []
+    writer.writerow(["period", "date", "workspace", *split_columns, *METRICS])
+    for period, key, fmt in (("month", "by_month", "%Y-%m"), ("day", "by_day", "%Y-%m-%d")):
+        for row in report[key]:
+            writer.writerow(
+                [
+                    period,
+                    row[period].strftime(fmt),
+                    csv_safe(row["workspace_slug"]),
+                    *(csv_safe(row[column]) for column in split_columns),
+                    *(row[metric] for metric in METRICS),
+                ]
+            )
+    return response
+
+
+def billing_view(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
+    """Staff only (the admin wraps it in admin_site.admin_view); also needs the permission to view model requests."""
+    if not request.user.has_perm("agent_platform.view_modelrequest"):
+        raise PermissionDenied
+    workspaces = list(Workspace.objects.order_by("name"))
+    filters = parse_filters(request, workspaces)
+    report = billing_report(filters.apply(ModelRequest.objects.all()), filters.split)
+    if request.GET.get("format") == "csv":
+        return billing_csv(report, filters)
+    months = ModelRequest.objects.dates("created_at", "month", order="DESC")
+    query = request.GET.copy()
+    query["format"] = "csv"
+    query.setdefault("month", filters.month_param)
+    context = {
+        **admin_site.each_context(request),
+        "title": "Billing",
+        "opts": ModelRequest._meta,
+        "report": report,
+        "sections": [("By month", "month", report["by_month"]), ("By day", "day", report["by_day"])],
+        "filters": filters,
+        "workspaces": workspaces,
+        "months": list(months),
+        "splits": SPLITS,
+        "csv_query": query.urlencode(),
+    }
+    return TemplateResponse(request, "admin/agent_platform/billing.html", context)
