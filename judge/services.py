@@ -33,12 +33,13 @@ def judge_on_finish(run: Run) -> None:
 
 
 def request_rejudge(run: Run, *, judge_context, requested_by) -> None:
-    """Judge a finished run again with this judge_context; every judgment is kept and billed as judge usage.
+    """Judge a finished run again with this judge_context (None: the run's own); every judgment is kept and billed
+    as judge usage.
 
     Raises LaunchError: invalid_request for a bad judge_context (the launch rules: at most 8 statements of at
     most 500 characters), conflict for a run that has not finished.
     """
-    cleaned = clean_judge_context(judge_context)
+    cleaned = None if judge_context is None else clean_judge_context(judge_context)
     run.refresh_from_db(fields=["status"])
     if not run.is_finished:
         raise LaunchError(

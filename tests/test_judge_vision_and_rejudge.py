@@ -161,3 +161,17 @@ def test_rejudge_refuses_a_run_that_has_not_finished(acme, alice):
     assert refused.value.type == "conflict"
     assert "only a finished run can be judged again" in refused.value.message
     assert not Judgment.objects.filter(run=run).exists()
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_rejudging_without_judge_context_reads_the_runs_own(messages_stub_server, celery_worker, messages_stub, acme):
+    messages_stub.set_fallback(judgment_reply("pass", "Complete."), queue=JUDGE_QUEUE)
+    run = finished_run(acme, judge_context=["Prices are in euros."])
+    judged_request(messages_stub, run)
+
+    request_rejudge(run, judge_context=None, requested_by=None)
+    again = judged_request(messages_stub, run, count=2)
+
+    assert "Prices are in euros." in user_text(again)
+    assert Judgment.objects.filter(run=run).first().judge_context == ["Prices are in euros."]
