@@ -80,7 +80,7 @@ def test_contact_form_has_labelled_fields_and_a_send_button(client: Client):
 
     assert response.status_code == 200
     for field, label in [("name", "Your name"), ("email", "Email address"), ("topic", "Topic"), ("message", "Message")]:
-        assert f'<label for="id_{field}">{label}:</label>' in response.text
+        assert f'<label for="id_{field}">{label}</label>' in response.text
     assert 'type="checkbox" name="subscribe"' in response.text
     assert '<option value="returns">Returns and refunds</option>' in response.text
     assert 'action="/demo/contact/thanks/"' in response.text

@@ -1,0 +1,457 @@
+"""The scripted demo model: plays hand-written trajectories for the bundled demo tasks so `make run` works key-less.
+
+Each request is answered from the conversation it carries, never from server-side state, so any number of
+runs (and the worker's retries) can share one scripted model. The agent's next step is a small state machine
+keyed on the last browser step in the conversation; the judge and the grader answer their forced tools.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from .wire import Reply, WireServer, text_reply, tool_use_reply
+
+JUDGE_TOOL = "record_judgment"
+GRADER_TOOL = "record_evaluation"
+DONE_TOOL = "done"
+BROWSER_TOOLSET = "browser"
+
+DEFAULT_DEMO_ROOT = "http://127.0.0.1:8000/demo/"
+UNKNOWN_TASK_OUTPUT = "The scripted demo model only knows the bundled demo tasks; set ANTHROPIC_API_KEY to use Claude."
+
+# What the scripted agent writes into the demo contact form.
+CONTACT_VALUES = {
+    "name": "Ada Lovelace",
+    "email": "ada@example.com",
+    "topic": "Returns and refunds",
+    "message": "Hello, I would like to return the Cedar Notebook from my last order. How do I send it back?",
+}
+
+START_URL_LINE = re.compile(r"^\s*Start URL:\s*(\S+)", re.MULTILINE)
+ANY_URL = re.compile(r"https?://[^\s\"'<>)]+")
+PRICE = re.compile(r"(?:[$€£]\s?)?(\d{1,6}(?:[.,]\d{2}))\b")
+SNAPSHOT_LINE = re.compile(r'^\s*-\s+(?P<role>[a-z]+)(?:\s+"(?P<name>[^"]*)")?(?P<rest>.*)$')
+SNAPSHOT_REF = re.compile(r"\[(?:ref=(?P<plain>[\w-]+)|(?P<prefixed>ref_[\w-]+))\]")
+ITERATION = re.compile(r"Iteration:?\s*(\d+)", re.IGNORECASE)
+VERDICT_SUCCESS_LINE = re.compile(r"^success:\s*(true|false|null)\s*$", re.MULTILINE | re.IGNORECASE)
+SUCCESS_JSON = re.compile(r"\"success\"\s*:\s*(true|false)", re.IGNORECASE)
+
+
+# --- reading the conversation ----------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One tool call the agent made, with what came back (None while unanswered)."""
+
+    name: str
+    input: dict[str, Any]
+    result: str | None
+    is_error: bool
+
+
+def block_text(content: Any) -> str:
+    """The text of a message's or tool_result's content, whichever shape it has; images are skipped."""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            parts.append(block.get("text", ""))
+        elif block.get("type") == "tool_result":
+            parts.append(block_text(block.get("content")))
+    return "\n".join(parts)
+
+
+def request_text(request: dict[str, Any]) -> str:
+    system = request.get("system")
+    texts = [system if isinstance(system, str) else block_text(system)]
+    texts += [block_text(message.get("content")) for message in request.get("messages") or []]
+    return "\n".join(texts)
+
+
+def conversation_steps(messages: list[dict[str, Any]]) -> list[Step]:
+    steps: list[Step] = []
+    by_id: dict[str, Step] = {}
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if message.get("role") == "assistant" and block.get("type") == "tool_use":
+                step = Step(block.get("name", ""), block.get("input") or {}, None, False)
+                steps.append(step)
+                by_id[block.get("id", "")] = step
+            elif block.get("type") == "tool_result" and block.get("tool_use_id") in by_id:
+                step = by_id[block["tool_use_id"]]
+                step.result = block_text(block.get("content"))
+                step.is_error = bool(block.get("is_error"))
+    return steps
+
+
+def first_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in messages:
+        if message.get("role") == "user":
+            return block_text(message.get("content"))
+    return ""
+
+
+def start_url(task_text: str, fallback_text: str = "") -> str:
+    for text in (task_text, fallback_text):
+        match = START_URL_LINE.search(text)
+        if match:
+            return match.group(1)
+    match = ANY_URL.search(task_text)
+    return match.group(0) if match else urljoin(DEFAULT_DEMO_ROOT, "shop/")
+
+
+def demo_root(url: str) -> str:
+    """The demo site's root (`…/demo/`) on the host the run started from."""
+    parts = urlsplit(url)
+    path = parts.path
+    root_path = path[: path.index("/demo/") + len("/demo/")] if "/demo/" in path else "/demo/"
+    return f"{parts.scheme or 'http'}://{parts.netloc or '127.0.0.1:8000'}{root_path}"
+
+
+def tool_named(request: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((tool for tool in request.get("tools") or [] if tool.get("name") == name), None)
+
+
+def forced_tool(request: dict[str, Any]) -> str | None:
+    choice = request.get("tool_choice") or {}
+    return choice.get("name") if choice.get("type") == "tool" else None
+
+
+# --- page parsing ------------------------------------------------------------------------------------------
+
+
+def parse_products(page_text: str) -> list[dict[str, Any]]:
+    """Name and price of each product listed in a page's visible text.
+
+    A product is a line carrying a price: the name is the text before the price on that line, or the line
+    above when the price stands alone (card layouts put them on separate lines).
+    """
+    items: list[dict[str, Any]] = []
+    lines = [line.strip() for line in page_text.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("[notice]")]
+    for index, line in enumerate(lines):
+        match = PRICE.search(line)
+        if not match:
+            continue
+        name = line[: match.start()].strip(" -–—:|·\t")
+        if not name and index > 0 and not PRICE.search(lines[index - 1]):
+            name = lines[index - 1]
+        try:
+            price = Decimal(match.group(1).replace(",", "."))
+        except InvalidOperation:
+            continue
+        if name and len(name) <= 120:
+            items.append({"name": name, "price": price})
+    return items
+
+
+@dataclass
+class FormControl:
+    role: str
+    name: str
+    ref: str
+
+
+def parse_controls(snapshot: str) -> list[FormControl]:
+    """The elements of an aria snapshot that carry a ref: `- textbox "Your name" [ref=e12]` (or `[ref_7]`)."""
+    controls = []
+    for line in snapshot.splitlines():
+        match = SNAPSHOT_LINE.match(line)
+        ref = SNAPSHOT_REF.search(line)
+        if match and ref:
+            controls.append(
+                FormControl(match.group("role"), match.group("name") or "", ref.group("plain") or ref.group("prefixed"))
+            )
+    return controls
+
+
+def find_control(controls: list[FormControl], roles: set[str], *words: str, avoid: str = "") -> FormControl | None:
+    for control in controls:
+        label = control.name.lower()
+        wanted = not words or any(word in label for word in words)
+        if control.role in roles and wanted and not (avoid and avoid in label):
+            return control
+    return None
+
+
+# --- fitting data to the run's output_schema --------------------------------------------------------------
+
+SYNONYMS = {
+    "name": ("name", "title", "product", "product_name", "label"),
+    "price": ("price", "cost", "amount", "price_usd", "value"),
+}
+
+
+def conform(value: Any, schema: dict[str, Any] | None) -> Any:
+    """Shape `value` to the bounded schema subset as far as our data allows: the demo should pass its own schema."""
+    if not isinstance(schema, dict) or not schema:
+        return _plain(value)
+    if "enum" in schema:
+        return value if value in schema["enum"] else schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return conform(value, schema[key][0])
+    kind = schema.get("type")
+    if kind == "object" or (kind is None and "properties" in schema):
+        return _conform_object(value if isinstance(value, dict) else {}, schema)
+    if kind == "array":
+        elements = value if isinstance(value, list) else []
+        return [conform(element, schema.get("items")) for element in elements][: schema.get("maxItems")]
+    if kind in ("number", "integer"):
+        try:
+            number = Decimal(str(value))
+        except (InvalidOperation, ValueError):
+            number = Decimal(0)
+        return int(number.to_integral_value()) if kind == "integer" else float(number)
+    if kind == "string":
+        return "" if value is None else str(value)
+    if kind == "boolean":
+        return bool(value)
+    return _plain(value)
+
+
+def _conform_object(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    properties: dict[str, Any] = schema.get("properties") or {}
+    if not properties:
+        return _plain(value)
+    required = set(schema.get("required") or [])
+    lists = [key for key, item in value.items() if isinstance(item, list)]
+    array_properties = [key for key, sub in properties.items() if isinstance(sub, dict) and sub.get("type") == "array"]
+    shaped: dict[str, Any] = {}
+    for key, sub in properties.items():
+        source = _matching_key(key, value)
+        if source is None and len(lists) == 1 and array_properties == [key]:
+            source = lists[0]  # our one list goes into the schema's one array, whatever each calls it
+        if source is not None:
+            shaped[key] = conform(value[source], sub)
+        elif key in required:
+            shaped[key] = conform(None, sub)
+    return shaped
+
+
+def _matching_key(key: str, value: dict[str, Any]) -> str | None:
+    if key in value:
+        return key
+    for ours, theirs in SYNONYMS.items():
+        if key.lower() in theirs and ours in value:
+            return ours
+    return None
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: prices are Decimals while we parse, numbers on the wire."""
+    return json.loads(json.dumps(value, default=float))
+
+
+def done_data_schema(request: dict[str, Any]) -> dict[str, Any] | None:
+    done = tool_named(request, DONE_TOOL) or {}
+    return ((done.get("input_schema") or {}).get("properties") or {}).get("data")
+
+
+# --- the replies ---------------------------------------------------------------------------------------------
+
+
+def browser(name: str, input: dict[str, Any], say: str) -> Reply:
+    return tool_use_reply(name, input, toolset_name=BROWSER_TOOLSET, text=say)
+
+
+def done(request: dict[str, Any], success: bool, output: str, data: Any = None, say: str | None = None) -> Reply:
+    payload: dict[str, Any] = {"success": success, "output": output}
+    schema = done_data_schema(request)
+    if data is not None and schema is not None:
+        payload["data"] = conform(data, schema)
+    return tool_use_reply(DONE_TOOL, payload, text=say)
+
+
+def last_result_of(steps: list[Step], name: str) -> Step | None:
+    return next((step for step in reversed(steps) if step.name == name and step.result is not None), None)
+
+
+class ScriptedDemoModel:
+    """The responder of the scripted model server: `ScriptedDemoModel()(request_body) -> message body`."""
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        forced = forced_tool(request)
+        if forced == JUDGE_TOOL:
+            return self.judge(request)
+        if forced == GRADER_TOOL:
+            return self.grade(request)
+        if forced:
+            return tool_use_reply(forced, conform({}, (tool_named(request, forced) or {}).get("input_schema")))
+        if tool_named(request, DONE_TOOL) is None:
+            # Not an agent turn (a compaction or extraction request): a short, honest text answer.
+            return text_reply("Summary: the scripted demo model followed its bundled demo trajectory.")
+        return self.agent_turn(request)
+
+    # The agent -------------------------------------------------------------------------------------------
+
+    def agent_turn(self, request: dict[str, Any]) -> Reply:
+        messages = request.get("messages") or []
+        task = first_user_text(messages)
+        system = request.get("system")
+        url = start_url(task, system if isinstance(system, str) else block_text(system))
+        steps = conversation_steps(messages)
+        if steps and steps[-1].is_error:
+            failed = steps[-1]
+            if failed.name == DONE_TOOL:
+                # Data the runtime refused would be refused again: report the failure rather than loop.
+                return done(request, False, f"My result was not accepted: {failed.result}")
+            return done(request, False, f"The {failed.name} step failed, so I stopped: {failed.result}")
+        lowered = task.lower()
+        if "contact" in lowered:
+            return self.contact_turn(request, url, steps)
+        if any(word in lowered for word in ("shop", "product")):
+            return self.shop_turn(request, url, steps)
+        return done(request, False, UNKNOWN_TASK_OUTPUT)
+
+    def shop_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
+        shop_url = url if "/shop" in url else urljoin(demo_root(url), "shop/")
+        last = steps[-1].name if steps else None
+        if last is None:
+            return browser("navigate", {"url": shop_url}, "I'll open the demo shop.")
+        if last == "navigate":
+            return browser("get_page_text", {}, "The shop is open; I'll read the product list.")
+        page = last_result_of(steps, "get_page_text")
+        if page is None:
+            return browser("get_page_text", {}, "I'll read the page.")
+        items = parse_products(page.result or "")
+        if not items:
+            return done(request, False, "I could not find any products with prices on the shop page.")
+        listing = "; ".join(f"{item['name']} (${item['price']})" for item in items)
+        # A conversation that goes on after done is a revision request or a nudge: answer with done again.
+        revising = last == DONE_TOOL
+        prefix = "Revised answer: " if revising else ""
+        output = f"{prefix}The first page of the demo shop lists {len(items)} products: {listing}."
+        say = "I checked the list again and am submitting it complete." if revising else "I have the list."
+        return done(request, True, output, {"items": items}, say=say)
+
+    def contact_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
+        contact_url = url if "/contact" in url else urljoin(demo_root(url), "contact/")
+        last = steps[-1].name if steps else None
+        if last is None:
+            return browser("navigate", {"url": contact_url}, "I'll open the contact form.")
+        if last == "navigate":
+            return browser("read_page", {"filter": "interactive"}, "I'll look at the form's fields.")
+        if last in ("get_page_text", DONE_TOOL):
+            return self.contact_verdict(request, last_result_of(steps, "get_page_text"))
+        snapshot_step = last_result_of(steps, "read_page")
+        if snapshot_step is None:
+            return browser("read_page", {"filter": "interactive"}, "I'll look at the form's fields.")
+        plan = self.contact_plan(snapshot_step.result or "")
+        if plan is None:
+            return done(request, False, "The contact page has no form with name, email, message and a send button.")
+        taken = len(steps) - 1 - steps.index(snapshot_step)
+        if taken < len(plan):
+            name, input, say = plan[taken]
+            return browser(name, input, say)
+        return browser("get_page_text", {}, "I sent the form; I'll read the confirmation.")
+
+    def contact_plan(self, snapshot: str) -> list[tuple[str, dict[str, Any], str]] | None:
+        controls = parse_controls(snapshot)
+        fields = {
+            "name": find_control(controls, {"textbox"}, "name", avoid="email"),
+            "email": find_control(controls, {"textbox"}, "email", "e-mail"),
+            "message": find_control(controls, {"textbox"}, "message", "comment", "enquiry"),
+        }
+        send = find_control(controls, {"button"}, "send", "submit")
+        if send is None or any(control is None for control in fields.values()):
+            return None
+        plan = [
+            (
+                "form_input",
+                {"target": {"type": "ref", "ref": fields[key].ref}, "value": CONTACT_VALUES[key]},
+                f"Filling in the {key}.",
+            )
+            for key in ("name", "email")
+        ]
+        topic = find_control(controls, {"combobox", "listbox"})
+        if topic is not None:
+            plan.append(
+                (
+                    "form_input",
+                    {"target": {"type": "ref", "ref": topic.ref}, "value": CONTACT_VALUES["topic"]},
+                    "Choosing the topic.",
+                )
+            )
+        plan.append(
+            (
+                "form_input",
+                {"target": {"type": "ref", "ref": fields["message"].ref}, "value": CONTACT_VALUES["message"]},
+                "Writing the message.",
+            )
+        )
+        checkbox = find_control(controls, {"checkbox"})
+        if checkbox is not None:
+            plan.append(
+                (
+                    "form_input",
+                    {"target": {"type": "ref", "ref": checkbox.ref}, "value": True},
+                    f"Ticking “{checkbox.name}”.",
+                )
+            )
+        plan.append(("left_click", {"target": {"type": "ref", "ref": send.ref}}, "Sending the form."))
+        return plan
+
+    def contact_verdict(self, request: dict[str, Any], page: Step | None) -> Reply:
+        text = (page.result if page else "") or ""
+        if "thank you" not in text.lower():
+            return done(request, False, "I sent the contact form but the page did not confirm it was received.")
+        output = (
+            f"I sent the contact form as {CONTACT_VALUES['name']} <{CONTACT_VALUES['email']}> about "
+            f"“{CONTACT_VALUES['topic']}”; the shop confirmed it with a thank-you page echoing the message."
+        )
+        return done(request, True, output, {"submitted": True, **CONTACT_VALUES}, say="The form went through.")
+
+    # The judge and the grader ---------------------------------------------------------------------------
+
+    def judge(self, request: dict[str, Any]) -> Reply:
+        text = request_text(request)
+        line = VERDICT_SUCCESS_LINE.search(text)
+        claimed = line.group(1).lower() if line else None
+        if claimed is None:
+            found = SUCCESS_JSON.findall(text)
+            claimed = found[-1].lower() if found else None
+        if claimed == "true":
+            judgment = {
+                "verdict": "pass",
+                "reason": "The agent reported success and the steps and final page it recorded support its output.",
+            }
+        elif claimed == "false":
+            judgment = {"verdict": "fail", "reason": "The agent itself reported that it did not accomplish the task."}
+        else:
+            judgment = {"verdict": "uncertain", "reason": "The run ended without a verdict from the agent to check."}
+        return tool_use_reply(JUDGE_TOOL, {**judgment, "blocked": False, "impossible": False})
+
+    def grade(self, request: dict[str, Any]) -> Reply:
+        match = ITERATION.search(request_text(request))
+        iteration = int(match.group(1)) if match else 0
+        if iteration == 0:
+            evaluation = {
+                "result": "needs_revision",
+                "explanation": "The deliverables should be checked against the page once more and submitted "
+                "complete, stating exactly what was found or done.",
+            }
+        else:
+            evaluation = {"result": "satisfied", "explanation": "The revised output states the count and every item."}
+        return tool_use_reply(GRADER_TOOL, evaluation)
+
+
+def scripted_model_server(host: str = "127.0.0.1", port: int = 0) -> WireServer:
+    """A wire server answering with the scripted demo model; `.start()` it, or use it as a context manager."""
+    return WireServer(ScriptedDemoModel(), host=host, port=port)
