@@ -182,3 +182,10 @@ def test_run_page_links_to_its_page_events_and_requests_and_is_read_only(staff_c
     assert staff_client.get(events_url).status_code == 200
     requests_url = f"{reverse('admin:agent_platform_modelrequest_changelist')}?run__id__exact={run.pk}"
     assert staff_client.get(requests_url).status_code == 200
+
+
+def test_judgments_link_to_their_run_and_escape_the_reason(staff_client, runs):
+    Judgment.objects.create(run=runs["loopy"], verdict="fail", reason="<img src=x onerror=alert(1)> gave up")
+    content = staff_client.get(reverse("admin:judge_judgment_changelist")).content.decode()
+    assert "<img src=x" not in content and "&lt;img src=x onerror=alert(1)&gt; gave up" in content
+    assert reverse("admin:runs_run_change", args=[runs["loopy"].pk]) in content
