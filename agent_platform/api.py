@@ -214,7 +214,12 @@ class WorkspaceOut(Schema):
     name: str
 
 
-@api.get("/workspace", response=WorkspaceOut, tags=["workspace"], summary="The workspace of the calling API key")
+@api.get(
+    "/workspace",
+    response={200: WorkspaceOut, **ERROR_RESPONSES},
+    tags=["workspace"],
+    summary="The workspace of the calling API key",
+)
 def current_workspace(request):
     return {"id": request.workspace.slug, "name": request.workspace.name}
 

@@ -42,7 +42,7 @@ class UsageGroup(UsageTotals):
     key: str = Field(description="The day (YYYY-MM-DD, UTC), the model or the source.")
 
 
-class UsageOut(Schema):
+class UsageReportOut(Schema):
     group_by: str
     totals: UsageTotals
     groups: list[UsageGroup]
@@ -61,7 +61,7 @@ def summed(row: dict) -> dict:
 
 @router.get(
     "/usage",
-    response={200: UsageOut, **ERROR_RESPONSES},
+    response={200: UsageReportOut, **ERROR_RESPONSES},
     tags=["usage"],
     summary="Usage and cost of the workspace's model requests",
 )

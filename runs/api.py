@@ -73,7 +73,7 @@ class RunErrorOut(Schema):
     message: str
 
 
-class UsageOut(Schema):
+class RunUsageOut(Schema):
     requests: int
     total: int
     output: int
@@ -139,7 +139,7 @@ class RunOut(Schema):
     data: Any = None
     error: RunErrorOut | None
     signals: dict[str, Any]
-    usage: UsageOut
+    usage: RunUsageOut
     judgment: JudgmentOut | None
     outcome: OutcomeOut | None
     metadata: dict[str, Any]
