@@ -4,11 +4,16 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
 import pytest
+from anthropic.tools.browser import BetaToolsetCallContext
 
+from demo_site.views import PRODUCTS
+from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
+from runs.agent.network_guard import NetworkGuard
 from runs.scripted.demo import (
     DONE_TOOL,
     GRADER_TOOL,
@@ -421,3 +426,65 @@ def test_the_management_command_serves_until_terminated():
     finally:
         command.send_signal(signal.SIGTERM)
         assert command.wait(timeout=10) == 0
+
+
+# --- the scripted trajectories against the real demo site in real Chromium ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser_host() -> Iterator[BrowserHost]:
+    host = BrowserHost(os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium"))
+    yield host
+    host.close()
+
+
+def play(browser_host, task: str, data_schema: dict | None = None, max_steps: int = 15) -> tuple[dict, list[str]]:
+    """Run the scripted agent through the real Playwright toolset until it calls done; returns done's input."""
+
+    async def build() -> PlaywrightBrowserToolset:
+        toolset = PlaywrightBrowserToolset(
+            context=await browser_host.new_context(None),
+            network_guard=NetworkGuard(allowed_private_hosts={"127.0.0.1", "localhost"}),
+        )
+        await toolset.install_guard()
+        return toolset
+
+    toolset = browser_host.run(build(), timeout=30)
+    conversation = Conversation(task, data_schema)
+    names = []
+    try:
+        for _ in range(max_steps):
+            call = conversation.next_call()
+            names.append(call["name"])
+            if call["name"] == DONE_TOOL:
+                return call["input"], names
+            content = browser_host.run(toolset.call(BetaToolsetCallContext(), call["name"], call["input"]), timeout=60)
+            conversation.answer(call, content)
+    finally:
+        browser_host.run(toolset.close(), timeout=30)
+    raise AssertionError(f"no done after {max_steps} steps: {names}")
+
+
+@pytest.mark.browser
+def test_the_shop_trajectory_reads_the_real_first_page(browser_host, live_server):
+    done, names = play(
+        browser_host,
+        f"List the products on the first page of the demo shop.\nStart URL: {live_server.url}/demo/shop/",
+        ITEMS_SCHEMA,
+    )
+
+    assert names == ["navigate", "get_page_text", DONE_TOOL]
+    assert done["success"] is True
+    assert done["data"] == {
+        "items": [{"name": product.name, "price": float(product.price)} for product in PRODUCTS[:4]]
+    }
+
+
+@pytest.mark.browser
+def test_the_contact_trajectory_sends_the_real_form(browser_host, live_server):
+    done, names = play(
+        browser_host, f"Send the demo shop a message through its contact form.\nStart URL: {live_server.url}/demo/"
+    )
+
+    assert names == ["navigate", "read_page", *["form_input"] * 5, "left_click", "get_page_text", DONE_TOOL]
+    assert done["success"] is True, done
