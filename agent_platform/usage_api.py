@@ -1,6 +1,6 @@
 """The usage API: the workspace's model requests summed by day, model or source, with exact costs."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Literal
 
@@ -76,7 +76,7 @@ def usage(request: HttpRequest, filters: Query[UsageFilters]):
         **{name: Coalesce(Sum(field), 0) for name, field in TOKEN_FIELDS.items()},
         "cost_usd": Sum("cost_usd"),
     }
-    key = TruncDay("created_at") if filters.group_by == "day" else F(filters.group_by)
+    key = TruncDay("created_at", tzinfo=UTC) if filters.group_by == "day" else F(filters.group_by)
     rows = requests.annotate(key=key).values("key").annotate(**sums).order_by("key")
     groups = [
         {"key": row["key"].date().isoformat() if filters.group_by == "day" else row["key"], **summed(row)}

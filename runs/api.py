@@ -14,8 +14,9 @@ from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, ApiError, ErrorOut
 from judge.models import Judgment, OutcomeEvaluation
+from judge.services import request_rejudge
 
-from . import launch
+from .launch import LaunchError, launch_run
 from .lifecycle import request_cancel
 from .models import Event, Run, Session
 
@@ -332,8 +333,8 @@ def create_run(
 ):
     body = payload.model_dump(exclude_unset=True)
     try:
-        run = launch.launch_run(request.workspace, **body, idempotency_key=idempotency_key)
-    except launch.LaunchError as error:
+        run = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
+    except LaunchError as error:
         raise ApiError(error.type, error.message, error.detail) from None
     return Status(201, run_out(reload(request, run)))
 
@@ -398,16 +399,10 @@ def rejudge_run(request: HttpRequest, run_id: str, payload: RejudgeIn | None = N
     run = find(runs_of(request), run_id, "run")
     body = payload.model_dump(exclude_unset=True) if payload else {}
     try:
-        judge_context = launch.clean_judge_context(body.get("judge_context"))
-    except launch.LaunchError as error:
+        # Without judge_context the judge reads the run's own; an explicit list (even empty) replaces it.
+        request_rejudge(run, judge_context=body.get("judge_context"), requested_by=None)
+    except LaunchError as error:
         raise ApiError(error.type, error.message, error.detail) from None
-    if not run.is_finished:
-        raise ApiError("conflict", f"Run {run.public_id} is {run.status}; only a finished run can be judged again.")
-    try:
-        from judge.services import request_rejudge
-    except ImportError:
-        raise ApiError("conflict", "Re-judging is not available on this installation yet.") from None
-    request_rejudge(run, judge_context=judge_context if "judge_context" in body else None, requested_by=None)
     return Status(202, run_out(reload(request, run)))
 
 

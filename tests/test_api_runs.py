@@ -487,3 +487,12 @@ def test_session_shows_its_schema_and_runs_in_order(api):
     listed = api.get("/sessions").json()
     assert listed["sessions"][0]["id"] == first["session_id"] and listed["sessions"][0]["run_count"] == 2
     assert Session.objects.count() == 1
+
+
+def test_rejudge_queues_a_judgment_with_the_edited_context(api, acme, django_capture_on_commit_callbacks):
+    run = make_run(acme, status=Run.Status.SUCCEEDED, judge=True, judge_context=["old"])
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = api.post(f"/runs/{run.public_id}/rejudge", {"judge_context": ["Prices are in EUR."]})
+    assert response.status_code == 202, response.content
+    assert response.json()["id"] == run.public_id
+    assert len(callbacks) == 1, "one judge task is queued on commit"
