@@ -15,6 +15,7 @@ from django.db import connection
 from django.test import Client
 
 from agent_platform.models import ApiKey, Membership, Workspace
+from tests.messages_stub import messages_stub, messages_stub_server  # noqa: F401  (fixtures for every test)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -192,8 +193,9 @@ def clean_broker():
 
 
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker, clean_broker, tmp_path_factory):
+def celery_worker(request, django_db_setup, django_db_blocker, clean_broker, tmp_path_factory):
     """One worker for the whole session; tests that use it need committed data (`transactional_db`)."""
+    request.getfixturevalue("messages_stub_server")  # ANTHROPIC_BASE_URL must be set before the worker starts
     with django_db_blocker.unblock():
         env = worker_environment()
     worker = WorkerProcess(env, tmp_path_factory.mktemp("worker") / "worker.log").start()
