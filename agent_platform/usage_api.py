@@ -1,25 +1,17 @@
 """The usage API: the workspace's model requests summed by day, model or source, with exact costs."""
 
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Literal
 
-from django.db.models import Count, F, Sum
-from django.db.models.functions import Coalesce, TruncDay
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from .api import ERROR_RESPONSES
 from .models import ModelRequest
+from .reports import usage_by, usage_totals
 
 router = Router()
-
-TOKEN_FIELDS = {
-    "input": "input_tokens",
-    "output": "output_tokens",
-    "cache_read": "cache_read_input_tokens",
-    "cache_write": "cache_creation_input_tokens",
-}
 
 
 class UsageFilters(Schema):
@@ -39,7 +31,7 @@ class UsageTotals(Schema):
 
 
 class UsageGroup(UsageTotals):
-    key: str = Field(description="The day (YYYY-MM-DD, UTC), the model or the source.")
+    key: str = Field(description="The day (YYYY-MM-DD, in the server's time zone), the model or the source.")
 
 
 class UsageReportOut(Schema):
@@ -48,14 +40,16 @@ class UsageReportOut(Schema):
     groups: list[UsageGroup]
 
 
-def summed(row: dict) -> dict:
-    tokens = {name: int(row[name] or 0) for name in TOKEN_FIELDS}
-    cost = Decimal(row["cost_usd"] or 0)
+def dollars(amount: Decimal) -> str:
+    """An exact decimal string without trailing zeros or exponent: 0.1, 10, 0.00012346."""
+    return format(amount.normalize(), "f") if amount else "0"
+
+
+def usage_row(row: dict) -> dict:
     return {
         "requests": row["requests"],
-        **tokens,
-        "total": sum(tokens.values()),
-        "cost_usd": str(cost.normalize() if cost else Decimal(0)),
+        **{name: row[name] for name in ("input", "output", "cache_read", "cache_write", "total")},
+        "cost_usd": dollars(row["cost_usd"]),
     }
 
 
@@ -71,15 +65,6 @@ def usage(request: HttpRequest, filters: Query[UsageFilters]):
         requests = requests.filter(created_at__gte=filters.from_)
     if filters.to:
         requests = requests.filter(created_at__lt=filters.to)
-    sums = {
-        "requests": Count("pk"),
-        **{name: Coalesce(Sum(field), 0) for name, field in TOKEN_FIELDS.items()},
-        "cost_usd": Sum("cost_usd"),
-    }
-    key = TruncDay("created_at", tzinfo=UTC) if filters.group_by == "day" else F(filters.group_by)
-    rows = requests.annotate(key=key).values("key").annotate(**sums).order_by("key")
-    groups = [
-        {"key": row["key"].date().isoformat() if filters.group_by == "day" else row["key"], **summed(row)}
-        for row in rows
-    ]
-    return {"group_by": filters.group_by, "totals": summed(requests.aggregate(**sums)), "groups": groups}
+    # The same aggregation as the admin's billing views and the UI's usage page.
+    groups = [{"key": str(row[filters.group_by]), **usage_row(row)} for row in usage_by(requests, filters.group_by)]
+    return {"group_by": filters.group_by, "totals": usage_row(usage_totals(requests)), "groups": groups}

@@ -150,7 +150,8 @@ class Run(models.Model):
             "output": self.usage_output,
             "cache_read": self.usage_cache_read,
             "cache_write": self.usage_cache_write,
-            "cost_usd": str(self.cost_usd.normalize() if self.cost_usd else Decimal("0")),
+            # format "f": normalize() alone would write 10 dollars as "1E+1".
+            "cost_usd": format(self.cost_usd.normalize(), "f") if self.cost_usd else "0",
         }
 
     @property

@@ -72,3 +72,10 @@ def test_usage_refuses_an_unknown_grouping(api):
 def test_usage_of_an_empty_workspace_is_zero(api):
     body = api.get("/usage").json()
     assert body["totals"]["requests"] == 0 and body["totals"]["cost_usd"] == "0" and body["groups"] == []
+
+
+def test_costs_are_plain_decimal_strings_never_exponents(api, acme):
+    ModelRequest.objects.create(workspace=acme, source="agent", model="m", cost_usd=Decimal("10.00000000"))
+    assert api.get("/usage").json()["totals"]["cost_usd"] == "10"
+    run = make_run(acme, cost_usd=Decimal("10.00000000"))
+    assert api.get(f"/runs/{run.public_id}").json()["usage"]["cost_usd"] == "10"
