@@ -1,0 +1,53 @@
+"""The bundled demo tasks: what the scripted model knows how to do, offered as presets and seeded on first start."""
+
+ITEMS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
+                "required": ["name", "price"],
+            },
+        }
+    },
+    "required": ["items"],
+    "additionalProperties": False,
+}
+
+LIST_PRODUCTS = "List the products on the first page of the demo shop with their prices."
+CONTACT = "Send the demo shop's contact form asking how to return the Cedar Notebook."
+
+
+def demo_tasks(base_url: str) -> list[dict]:
+    """Launch arguments for each demo task, with start URLs under `base_url` (the platform's own address)."""
+    root = base_url.rstrip("/")
+    return [
+        {
+            "label": "Demo shop: list first-page products (judged)",
+            "task": LIST_PRODUCTS,
+            "start_url": f"{root}/demo/shop/",
+            "output_schema": ITEMS_SCHEMA,
+            "judge": True,
+            "judge_context": ["A product's price is the number shown next to its name on the listing page."],
+        },
+        {
+            "label": "Demo shop: products, graded against a rubric",
+            "task": LIST_PRODUCTS,
+            "start_url": f"{root}/demo/shop/",
+            "output_schema": ITEMS_SCHEMA,
+            "outcome": {
+                "description": "Every product on the first page of the demo shop, with its exact price.",
+                "rubric": "- Lists every product shown on the first page\n- Each price matches the page exactly\n"
+                "- No product from another page",
+                "max_iterations": 3,
+            },
+        },
+        {
+            "label": "Demo shop: contact form",
+            "task": CONTACT,
+            "start_url": f"{root}/demo/contact/",
+            "judge": True,
+        },
+    ]

@@ -1,0 +1,26 @@
+"""On a key-less first start, launch the bundled demo tasks so the console has real runs to show."""
+
+from django.core.management.base import BaseCommand
+
+from agent_platform.models import Membership, Workspace
+from demo_site.tasks import demo_tasks
+from runs.launch import launch_run
+from runs.models import Run
+
+
+class Command(BaseCommand):
+    help = "Launch the bundled demo tasks in the default workspace, once (nothing happens if it has runs)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000/")
+        parser.add_argument("--workspace", default="default")
+
+    def handle(self, *args, base_url: str, workspace: str, **options):
+        found = Workspace.objects.filter(slug=workspace).first()
+        if found is None or Run.objects.for_workspace(found).exists():
+            return
+        owner = Membership.objects.filter(workspace=found, role=Membership.Role.OWNER).select_related("user").first()
+        for preset in demo_tasks(base_url):
+            arguments = {key: value for key, value in preset.items() if key != "label"}
+            run = launch_run(found, created_by=owner.user if owner else None, **arguments)
+            self.stdout.write(f"Demo run {run.public_id}: {preset['label']}")
