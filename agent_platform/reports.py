@@ -3,8 +3,8 @@
 from collections.abc import Iterable
 from decimal import Decimal
 
-from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce, TruncDay, TruncMonth
+from django.db.models import BigIntegerField, Count, F, Q, QuerySet, Sum, Value
+from django.db.models.functions import Cast, Coalesce, Round, TruncDay, TruncMonth
 
 TOKEN_FIELDS = {
     "input": "input_tokens",
@@ -28,25 +28,27 @@ GROUPS = {
 }
 GROUP_ORDER = {"workspace": ["workspace_name", "workspace_id"]}
 
-ZERO_COST = Decimal(0)
+COST_UNITS_PER_DOLLAR = 10**8
+COST_QUANTUM = Decimal("0.00000001")
 
 
 def _aggregates() -> dict:
-    cost = DecimalField(max_digits=20, decimal_places=8)
+    # Costs are summed as integer units of 10^-8 dollars (the stored precision): exact on PostgreSQL and on SQLite,
+    # where a decimal column is a float and a float sum of many rows would drift in the last digits.
+    cost_units = Cast(Round(F("cost_usd") * Value(COST_UNITS_PER_DOLLAR)), BigIntegerField())
     return {
         "requests": Count("pk"),
         **{name: Coalesce(Sum(field), 0) for name, field in TOKEN_FIELDS.items()},
-        "cost_usd": Coalesce(Sum("cost_usd", output_field=cost), Value(ZERO_COST, output_field=cost)),
+        "cost_units": Coalesce(Sum(cost_units), 0),
         "unpriced": Count("pk", filter=Q(unpriced=True)),
     }
 
 
 def _finish(row: dict) -> dict:
-    row["total"] = sum(int(row[name]) for name in TOKEN_FIELDS)
     for name in TOKEN_FIELDS:
         row[name] = int(row[name])
-    # SQLite hands sums back as floats-turned-Decimal with trailing noise; stored costs have 8 places, so do sums.
-    row["cost_usd"] = Decimal(row["cost_usd"] or 0).quantize(Decimal("0.00000001"))
+    row["total"] = sum(row[name] for name in TOKEN_FIELDS)
+    row["cost_usd"] = (Decimal(int(row.pop("cost_units"))) / COST_UNITS_PER_DOLLAR).quantize(COST_QUANTUM)
     return row
 
 

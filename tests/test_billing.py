@@ -182,3 +182,11 @@ def test_grouped_totals_add_up_to_the_whole_and_each_group_to_its_rows(acme, umb
 def test_usage_by_refuses_an_unknown_group():
     with pytest.raises(ValueError):
         usage_by(ModelRequest.objects.all(), "colour")
+
+
+def test_large_costs_still_sum_to_the_last_digit(acme):
+    # 17 significant digits: more than a float holds, which is what SQLite's decimal column sums in.
+    costs = [Decimal("987654.12345678") - Decimal(i) / Decimal(10**8) for i in range(1500)]
+    ModelRequest.objects.bulk_create(ModelRequest(workspace=acme, source="agent", model="m", cost_usd=c) for c in costs)
+    assert usage_totals(ModelRequest.objects.all())["cost_usd"] == sum(costs, Decimal(0))
+    assert usage_by(ModelRequest.objects.all(), "workspace")[0]["cost_usd"] == sum(costs, Decimal(0))
