@@ -1,0 +1,168 @@
+"""Token economy: what a read_page observation costs against raw HTML and a screenshot, and the prompt-cache hit ratio.
+
+Part A serves the fixture pages (bench/fixtures) from a local HTTP server and reads each through the real Playwright
+toolset, as the runtime does. Part B plays a scripted 20-turn run through the real runtime against the Messages wire
+server and reports the share of input tokens read from the prompt cache from turn 3 on, plus the runtime's
+cache_control breakpoints and whether each request's cached prefix is byte-stable across turns.
+
+    .venv/bin/python bench/token_economy.py            # both parts
+    .venv/bin/python bench/token_economy.py --part a   # pages only (no database needed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from _common import Stopwatch, header, progress, stats, table
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CHARS_PER_TOKEN = 4
+VIEWPORT = (1280, 800)
+# Anthropic's documented estimate for an image that needs no resizing: tokens = width * height / 750.
+SCREENSHOT_TOKENS = VIEWPORT[0] * VIEWPORT[1] // 750
+CACHE_TARGET = 0.80
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+        pass
+
+
+@contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """Serve `directory` on an ephemeral 127.0.0.1 port for the duration of the block."""
+    handler = functools.partial(QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def tokens(chars: int) -> int:
+    return chars // CHARS_PER_TOKEN
+
+
+def text_of(content: list[dict[str, Any]]) -> str:
+    return "\n".join(block["text"] for block in content if block.get("type") == "text")
+
+
+def part_a(chromium: str, repeats: int) -> list[list[Any]]:
+    """Sizes (and read latency) of each fixture page as raw HTML, read_page, its interactive filter, and page text."""
+    from anthropic.tools.browser import BetaToolsetCallContext
+
+    from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
+    from runs.agent.network_guard import NetworkGuard
+
+    pages = sorted(FIXTURES.glob("*.html"))
+    host = BrowserHost(chromium)
+    rows: list[list[Any]] = []
+    try:
+
+        async def build() -> PlaywrightBrowserToolset:
+            context = await host.new_context()
+            toolset = PlaywrightBrowserToolset(
+                context=context, network_guard=NetworkGuard(allowed_private_hosts={"127.0.0.1"})
+            )
+            await toolset.install_guard()
+            return toolset
+
+        toolset = host.run(build(), timeout=60)
+
+        def call(name: str, **member_input: Any) -> list[dict[str, Any]]:
+            # the SDK pipeline the runtime uses: the tool_result content blocks the model would receive
+            return host.run(toolset.call(BetaToolsetCallContext(), name, member_input), timeout=60)
+
+        with serve(FIXTURES) as site:
+            for page in progress(pages, len(pages), "read pages"):
+                raw = page.read_text(encoding="utf-8")
+                call("navigate", url=f"{site}/{page.name}")
+                timings = []
+                observation = ""
+                for _ in range(repeats):
+                    with Stopwatch() as watch:
+                        observation = text_of(call("read_page"))
+                    timings.append(watch.ms)
+                interactive = text_of(call("read_page", filter="interactive"))
+                page_text = text_of(call("get_page_text"))
+                shot = call("screenshot")
+                png_b64 = sum(
+                    len(block.get("source", {}).get("data", "")) for block in shot if block["type"] == "image"
+                )
+                rows.append(
+                    [
+                        page.stem,
+                        len(raw),
+                        tokens(len(raw)),
+                        len(observation),
+                        tokens(len(observation)),
+                        tokens(len(interactive)),
+                        tokens(len(page_text)),
+                        SCREENSHOT_TOKENS,
+                        png_b64 // 1024,
+                        f"{len(observation) / len(raw):.0%}",
+                        stats(timings)["median"],
+                    ]
+                )
+        host.run(toolset.close(), timeout=30)
+    finally:
+        host.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=["a", "b", "all"], default="all")
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--repeats", type=int, default=5, help="read_page calls per page for its latency")
+    parser.add_argument("--turns", type=int, default=20, help="turns of the scripted run (part B)")
+    parser.add_argument("--json", type=Path, help="also write the results here as JSON")
+    args = parser.parse_args()
+
+    print(header("Token economy"))
+    results: dict[str, Any] = {}
+    if args.part in ("a", "all"):
+        rows = part_a(args.chromium, args.repeats)
+        headers = [
+            "page",
+            "HTML chars",
+            "HTML tok",
+            "read_page chars",
+            "read_page tok",
+            "interactive tok",
+            "page text tok",
+            "screenshot tok",
+            "PNG KiB (b64)",
+            "read/HTML",
+            "read_page ms",
+        ]
+        print("## A. One observation of each page (tokens ~ chars/4; screenshot = 1280*800/750)\n")
+        print(table(headers, rows))
+        total_html = sum(r[1] for r in rows)
+        total_read = sum(r[3] for r in rows)
+        print(
+            f"\nread_page is {total_read / total_html:.0%} of the raw HTML over all pages "
+            f"({tokens(total_read):,} vs {tokens(total_html):,} tokens); one screenshot is {SCREENSHOT_TOKENS:,} tokens.\n"
+        )
+        results["part_a"] = [dict(zip(headers, r, strict=True)) for r in rows]
+    if args.part in ("b", "all"):
+        from cache_ratio import part_b
+
+        results["part_b"] = part_b(turns=args.turns, target=CACHE_TARGET)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
