@@ -3,6 +3,15 @@
 from celery import shared_task
 
 from . import lifecycle
+from .agent import worker  # noqa: F401  (connects the signals that close the worker's browser on shutdown)
+
+
+@shared_task(name="runs.tasks.execute_run", bind=True, acks_late=True, max_retries=0, ignore_result=True)
+def execute_run(self, run_id: int) -> None:
+    """Run one run's agent loop in this worker thread; never retried, since a retry could repeat actions on the web."""
+    from .agent.loop import execute_run as run_loop  # the runtime loads Playwright and the SDK, which the web needn't
+
+    run_loop(run_id, worker=self.request.hostname or "worker")
 
 
 @shared_task(name="runs.tasks.reap_stale_runs")

@@ -1,0 +1,118 @@
+"""What the runtime tests share: a real Celery worker on a queue of its own, the test pages, and run helpers."""
+
+import functools
+import http.server
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runs.models import Event, Run
+from runs.scripted.wire import tool_use_reply
+from tests.conftest import REPO, WorkerProcess, wait_for, worker_environment
+from tests.factories import make_run
+
+PAGES = Path(__file__).parent / "pages"
+# The runtime tests' runs go to a queue only their worker consumes, so no other test's worker (with another
+# environment) can take them.
+QUEUE = "runtime-tests"
+RUN_TIMEOUT = 60
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class RuntimeWorker(WorkerProcess):
+    """The shared worker process, consuming the runtime tests' queue only."""
+
+    def start(self) -> "RuntimeWorker":
+        self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", QUEUE,
+             "--pool", "threads", "--concurrency", "4", "--without-mingle", "--without-gossip",
+             "--loglevel", "INFO", "-n", f"runtime-{os.getpid()}-{time.monotonic_ns()}@%h"],
+            cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self.wait_ready()
+        return self
+
+
+_shared: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="session")
+def site() -> str:
+    """The test pages over HTTP on 127.0.0.1 (a private host the worker's settings allow)."""
+    if "site" not in _shared:
+        handler = functools.partial(QuietHandler, directory=str(PAGES))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        _shared["site"] = f"http://127.0.0.1:{server.server_port}"
+    return _shared["site"]
+
+
+@pytest.fixture(scope="session")
+def runtime_worker(
+    request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
+) -> RuntimeWorker:
+    """One worker for every runtime test module, pointed at the Messages stub; retries kept few and fast."""
+    if "worker" not in _shared:
+        media = tmp_path_factory.mktemp("runtime-media")
+        with django_db_blocker.unblock():
+            env = worker_environment({"MODEL_MAX_RETRIES": "2", "MEDIA_ROOT": str(media)})
+        worker = RuntimeWorker(env, tmp_path_factory.mktemp("runtime-worker") / "worker.log").start()
+        worker.media_root = media
+        _shared["worker"] = worker
+        request.addfinalizer(_stop_worker)
+    return _shared["worker"]
+
+
+def _stop_worker() -> None:
+    worker = _shared.pop("worker", None)
+    if worker is not None:
+        worker.stop()
+
+
+def launch(workspace, **fields) -> Run:
+    """A committed run handed to the runtime tests' worker."""
+    from runs.tasks import execute_run
+
+    run = make_run(workspace, **fields)
+    execute_run.apply_async(args=[run.pk], queue=QUEUE)
+    return run
+
+
+def finished(run: Run, timeout: float = RUN_TIMEOUT) -> Run:
+    def ended() -> Run | None:
+        run.refresh_from_db()
+        return run if run.is_finished else None
+
+    return wait_for(ended, timeout=timeout, message=f"run {run.public_id} to finish")
+
+
+def events(run: Run, type: str | None = None) -> list[Event]:
+    queryset = Event.objects.filter(run=run).order_by("seq")
+    return list(queryset.filter(type=type) if type else queryset)
+
+
+def browser(name: str, **member_input: Any) -> dict:
+    return tool_use_reply(name, member_input, toolset_name="browser")
+
+
+def done(success: bool = True, output: str = "Finished.", **extra: Any) -> dict:
+    return tool_use_reply("done", {"success": success, "output": output, **extra})
+
+
+def last_tool_result_text(request: dict) -> str:
+    """The text of the last tool_result in a request's last user message (where the runtime puts its notices)."""
+    content = request["messages"][-1]["content"]
+    results = [block for block in content if block.get("type") == "tool_result"]
+    blocks = results[-1]["content"] if results else []
+    return "\n".join(block.get("text", "") for block in blocks if block.get("type") == "text")
