@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
@@ -324,11 +324,12 @@ def check_public_id(value: str | None, field: str) -> None:
     tags=["runs"],
     summary="Launch a run",
     description="Creates a run (and a session unless session_id names one) and queues it. A retried request "
-    "with the same Idempotency-Key returns the run the first one created.",
+    "with the same Idempotency-Key returns the run the first one created, with the header Idempotent-Replayed: true.",
 )
 def create_run(
     request: HttpRequest,
     payload: RunIn,
+    response: HttpResponse,
     idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
 ):
     body = payload.model_dump(exclude_unset=True)
@@ -336,6 +337,8 @@ def create_run(
         run = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
     except LaunchError as error:
         raise ApiError(error.type, error.message, error.detail) from None
+    if run._idempotent_replay:
+        response["Idempotent-Replayed"] = "true"
     return Status(201, run_out(reload(request, run)))
 
 

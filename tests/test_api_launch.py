@@ -71,3 +71,28 @@ def test_schema_lint_reports_path_and_keyword():
     problems = schema_lint({"type": "object", "properties": {"email": {"type": "string", "format": "email"}}})
     assert problems == [{"path": "$.properties.email.format", "keyword": "format", "message": problems[0]["message"]}]
     assert schema_lint(SCHEMA) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_launches_with_one_idempotency_key_create_one_run():
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from django.db import connection
+
+    from agent_platform.models import Workspace
+
+    acme = Workspace.objects.create(name="Acme", slug="acme")
+    start = Barrier(4)
+
+    def attempt(_):
+        try:
+            start.wait()
+            return launch_run(acme, task="t", idempotency_key="race-1").public_id
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        ids = set(pool.map(attempt, range(4)))
+    assert len(ids) == 1
+    assert Run.objects.filter(idempotency_key="race-1").count() == 1

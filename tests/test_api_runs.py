@@ -244,6 +244,7 @@ def test_idempotency_key_returns_the_same_run(api):
     again = api.post("/runs", {"task": "t"}, headers=headers)
     assert first.status_code == again.status_code == 201
     assert first.json()["id"] == again.json()["id"]
+    assert "Idempotent-Replayed" not in first.headers and again.headers["Idempotent-Replayed"] == "true"
     assert Run.objects.count() == 1
 
 
