@@ -1,10 +1,22 @@
-"""Operator pages of the platform: choosing a workspace; settings and usage pages are added beside it."""
+"""Operator pages of the platform: choosing a workspace, its settings (members, API keys) and its usage."""
 
+from datetime import date, timedelta
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from .access import choose_workspace
+from .access import choose_workspace, current_workspace, is_owner
+from .models import ApiKey, Membership, ModelRequest
+from .reports import usage_by, usage_totals
+
+USAGE_DAYS_DEFAULT = 30
+USAGE_DAYS_CHOICES = (7, 30, 90)
+CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 900, 220, 28
+SOURCES = [choice for choice, _ in ModelRequest.Source.choices]
 
 
 @login_required
@@ -12,3 +24,126 @@ from .access import choose_workspace
 def choose(request, slug: str):
     choose_workspace(request, slug)
     return redirect("runs:list")
+
+
+@login_required
+def workspace_settings(request):
+    workspace = current_workspace(request)
+    return render(
+        request,
+        "platform/settings.html",
+        {
+            "workspace": workspace,
+            "members": Membership.objects.filter(workspace=workspace).select_related("user"),
+            "keys": ApiKey.objects.filter(workspace=workspace).select_related("created_by"),
+            "can_manage": is_owner(request.user, workspace),
+        },
+    )
+
+
+@login_required
+@require_POST
+def api_key_create(request):
+    """Issue a key and show its secret on this response only: it is stored hashed and never shown again."""
+    workspace = current_workspace(request)
+    if not is_owner(request.user, workspace):
+        raise PermissionDenied("Only a workspace owner manages API keys.")
+    name = request.POST.get("name", "").strip()[:100]
+    key, secret = ApiKey.issue(workspace, name=name, created_by=request.user)
+    response = render(
+        request,
+        "platform/settings.html",
+        {
+            "workspace": workspace,
+            "members": Membership.objects.filter(workspace=workspace).select_related("user"),
+            "keys": ApiKey.objects.filter(workspace=workspace).select_related("created_by"),
+            "can_manage": True,
+            "new_key": key,
+            "new_secret": secret,
+        },
+    )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_POST
+def api_key_revoke(request, prefix: str):
+    workspace = current_workspace(request)
+    if not is_owner(request.user, workspace):
+        raise PermissionDenied("Only a workspace owner manages API keys.")
+    key = get_object_or_404(ApiKey, workspace=workspace, prefix=prefix)
+    key.revoke()
+    messages.success(request, f"Key {key.display} is revoked; requests using it now get 401.")
+    return redirect("platform:settings")
+
+
+def cost_chart(days: list[date], rows: list[dict]) -> dict:
+    """An inline SVG bar chart of cost per day, stacked by source; sized in the view so the template only draws."""
+    by_day: dict[date, dict[str, float]] = {day: dict.fromkeys(SOURCES, 0.0) for day in days}
+    for row in rows:
+        if row["day"] in by_day:
+            by_day[row["day"]][row["source"]] += float(row["cost_usd"])
+    peak = max((sum(v.values()) for v in by_day.values()), default=0.0) or 1.0
+    inner_height = CHART_HEIGHT - 2 * CHART_PAD
+    slot = (CHART_WIDTH - 2 * CHART_PAD) / max(1, len(days))
+    bars = []
+    for index, day in enumerate(days):
+        y = CHART_HEIGHT - CHART_PAD
+        x = CHART_PAD + index * slot + slot * 0.15
+        for source in SOURCES:
+            cost = by_day[day][source]
+            if cost <= 0:
+                continue
+            height = max(1.0, inner_height * cost / peak)
+            y -= height
+            bars.append(
+                {"x": round(x, 1), "y": round(y, 1), "width": round(slot * 0.7, 1), "height": round(height, 1),
+                 "source": source, "title": f"{day:%Y-%m-%d} {source}: ${cost:.4f}"}
+            )  # fmt: skip
+    labels = [
+        {"x": round(CHART_PAD + i * slot + slot / 2, 1), "text": f"{day:%m-%d}"}
+        for i, day in enumerate(days)
+        if len(days) <= 10 or i % max(1, len(days) // 10) == 0
+    ]
+    return {
+        "width": CHART_WIDTH,
+        "height": CHART_HEIGHT,
+        "bars": bars,
+        "labels": labels,
+        "peak": f"{peak:.4f}" if peak != 1.0 or any(bars) else "0",
+        "baseline": CHART_HEIGHT - CHART_PAD,
+        "top": CHART_PAD,
+        "label_y": CHART_HEIGHT - 8,
+        "left": CHART_PAD,
+        "right": CHART_WIDTH - CHART_PAD,
+    }
+
+
+@login_required
+def usage(request):
+    workspace = current_workspace(request)
+    try:
+        span = int(request.GET.get("days", USAGE_DAYS_DEFAULT))
+    except ValueError:
+        span = USAGE_DAYS_DEFAULT
+    span = span if span in USAGE_DAYS_CHOICES else USAGE_DAYS_DEFAULT
+    today = timezone.localdate()
+    first = today - timedelta(days=span - 1)
+    requests = ModelRequest.objects.for_workspace(workspace).filter(created_at__date__gte=first)
+    days = [first + timedelta(days=offset) for offset in range(span)]
+    return render(
+        request,
+        "platform/usage.html",
+        {
+            "workspace": workspace,
+            "span": span,
+            "span_choices": USAGE_DAYS_CHOICES,
+            "totals": usage_totals(requests),
+            "by_model": usage_by(requests, "model"),
+            "by_source": usage_by(requests, "source"),
+            "by_day": usage_by(requests, "day", newest_first=True),
+            "chart": cost_chart(days, usage_by(requests, ("day", "source"))),
+            "sources": SOURCES,
+        },
+    )

@@ -8,4 +8,8 @@ app_name = "platform"
 
 urlpatterns = [
     path("workspaces/<slug:slug>/choose/", views.choose, name="choose_workspace"),
+    path("settings/", views.workspace_settings, name="settings"),
+    path("settings/keys/", views.api_key_create, name="key_create"),
+    path("settings/keys/<str:prefix>/revoke/", views.api_key_revoke, name="key_revoke"),
+    path("usage/", views.usage, name="usage"),
 ]

@@ -8,6 +8,14 @@ app_name = "runs"
 
 urlpatterns = [
     path("", views.run_list, name="list"),
+    path("runs/new/", views.run_new, name="new"),
+    path("runs/schema-lint/", views.schema_lint, name="schema_lint"),
     path("runs/<str:run_id>/", views.run_detail, name="detail"),
+    path("runs/<str:run_id>/row/", views.run_row, name="row"),
+    path("runs/<str:run_id>/summary/", views.run_summary, name="summary"),
+    path("runs/<str:run_id>/cancel/", views.run_cancel, name="cancel"),
+    path("runs/<str:run_id>/rejudge/", views.run_rejudge, name="rejudge"),
     path("runs/<str:run_id>/screenshots/<str:name>", views.screenshot, name="screenshot"),
+    path("sessions/", views.session_list, name="sessions"),
+    path("sessions/<str:session_id>/", views.session_detail, name="session"),
 ]

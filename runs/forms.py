@@ -1,0 +1,63 @@
+"""Reading the launch and re-judge forms into the launch service's arguments; the rules themselves live in launch.py."""
+
+import json
+
+from django.http import QueryDict
+
+from .launch import JUDGE_CONTEXT_MAX_STATEMENTS, LaunchError
+
+
+def _int_or_raw(value: str):
+    """Whole numbers become ints; anything else goes through as typed, so launch_run names the field that is wrong."""
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def judge_context_from(post: QueryDict) -> list[str]:
+    """The non-empty statements of the form's judge_context inputs, in order (blank inputs are spare slots)."""
+    return [statement for statement in post.getlist("judge_context") if statement.strip()]
+
+
+def launch_arguments(post: QueryDict) -> dict:
+    """The keyword arguments of launch_run from a submitted launch form; a schema that is not JSON is refused here
+    only because it cannot be passed on as an object at all."""
+    schema_text = post.get("output_schema", "").strip()
+    output_schema = None
+    if schema_text:
+        try:
+            output_schema = json.loads(schema_text)
+        except json.JSONDecodeError as error:
+            raise LaunchError(
+                "invalid_request",
+                f"output_schema: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
+                field="output_schema",
+            ) from None
+    outcome = None
+    if post.get("outcome_enabled"):
+        outcome = {
+            "description": post.get("outcome_description", ""),
+            "rubric": post.get("outcome_rubric", ""),
+            "max_iterations": _int_or_raw(post.get("outcome_max_iterations", "")),
+        }
+        if outcome["max_iterations"] is None:
+            del outcome["max_iterations"]
+    judge = bool(post.get("judge"))
+    return {
+        "task": post.get("task", ""),
+        "session_id": post.get("session_id", "").strip() or None,
+        "start_url": post.get("start_url", ""),
+        "model": post.get("model", "").strip() or None,
+        "max_turns": _int_or_raw(post.get("max_turns", "")),
+        "output_schema": output_schema,
+        "judge": judge,
+        "judge_context": judge_context_from(post) if judge else [],
+        "outcome": outcome,
+    }
+
+
+JUDGE_CONTEXT_SLOTS = range(JUDGE_CONTEXT_MAX_STATEMENTS)

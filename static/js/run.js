@@ -1,0 +1,335 @@
+/* The live viewer: events arrive over the run's socket and are drawn with textContent only (they carry page text and
+   model output, which must never become markup); result panels are re-rendered by the server when the run ends. */
+(function () {
+  "use strict";
+  var config = JSON.parse(document.getElementById("run-config").textContent);
+  var timeline = document.getElementById("timeline");
+  var lastSeq = config.last_seq;
+  var turns = config.turns;
+  var usage = {
+    requests: config.usage.requests,
+    total: config.usage.total,
+    output: config.usage.output,
+    cache_read: config.usage.cache_read,
+    cost: parseFloat(config.usage.cost) || 0,
+  };
+  var currentTurn = null;
+  var lastTurnSep = timeline.querySelectorAll(".turn-sep");
+  if (lastTurnSep.length) currentTurn = parseInt(lastTurnSep[lastTurnSep.length - 1].dataset.turn, 10);
+  var SUMMARY_TYPES = { "run.finished": 1, "run.judged": 1, "span.outcome_evaluation_end": 1, "span.outcome_evaluation_start": 1 };
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function clock(iso) {
+    return typeof iso === "string" && iso.length >= 19 ? iso.substr(11, 8) : "";
+  }
+
+  function meta(event, kind, extras) {
+    var row = el("div", "ev-meta");
+    row.appendChild(el("span", "seq", "#" + event.seq));
+    row.appendChild(el("span", "kind", kind));
+    (extras || []).forEach(function (node) {
+      row.appendChild(node);
+    });
+    row.appendChild(el("time", "", clock(event.processed_at)));
+    return row;
+  }
+
+  function badge(className, text) {
+    return el("span", "badge " + className, text);
+  }
+
+  function resultText(content) {
+    if (typeof content === "string") return content;
+    if (Array.isArray(content)) {
+      return content
+        .map(function (block) {
+          if (block && block.type === "text") return String(block.text || "");
+          if (block && block.type === "image") return "[image]";
+          return JSON.stringify(block);
+        })
+        .join("\n");
+    }
+    return content === undefined || content === null ? "" : JSON.stringify(content);
+  }
+
+  function resultLines(data) {
+    var lines = resultText(data.content).split("\n").map(function (text) {
+      return { text: text, notice: text.indexOf("[notice]") === 0 };
+    });
+    var known = {};
+    lines.forEach(function (line) {
+      if (line.notice) known[line.text] = true;
+    });
+    (data.notices || []).forEach(function (notice) {
+      var text = String(notice).indexOf("[notice]") === 0 ? String(notice) : "[notice] " + notice;
+      if (!known[text]) lines.push({ text: text, notice: true });
+    });
+    return lines;
+  }
+
+  function compact(event, kind) {
+    var item = el("li", "ev ev-compact");
+    item.appendChild(meta(event, kind));
+    return item;
+  }
+
+  function render(event) {
+    var d = event.data || {};
+    var item;
+    var body;
+    switch (event.type) {
+      case "agent.message":
+        item = el("li", "ev ev-message");
+        item.appendChild(meta(event, "Claude"));
+        item.appendChild(el("div", "ev-body", d.text));
+        break;
+      case "agent.tool_use":
+        item = el("li", "ev ev-tool_use");
+        item.appendChild(meta(event, "Tool use", [el("span", "toolname", d.name), el("span", "faint", d.toolset || "")]));
+        body = el("div", "ev-body");
+        body.appendChild(el("pre", "", JSON.stringify(d.input === undefined ? null : d.input, null, 2)));
+        item.appendChild(body);
+        break;
+      case "agent.tool_result":
+        item = el("li", "ev ev-tool_result" + (d.is_error ? " is-error" : ""));
+        var extras = [el("span", "toolname", d.name)];
+        if (d.screenshot_url) {
+          var link = el("a", "shot-ref", "screenshot");
+          link.href = d.screenshot_url;
+          link.dataset.shot = event.seq;
+          extras.push(link);
+        }
+        item.appendChild(meta(event, d.is_error ? "Error" : "Result", extras));
+        body = el("div", "ev-body");
+        if (d.url) body.appendChild(el("div", "page-url", d.url));
+        var pre = el("pre");
+        resultLines(d).forEach(function (line, index) {
+          if (index) pre.appendChild(document.createTextNode("\n"));
+          pre.appendChild(el("span", "line" + (line.notice ? " notice" : ""), line.text));
+        });
+        body.appendChild(pre);
+        item.appendChild(body);
+        break;
+      case "agent.usage":
+        item = compact(
+          event,
+          "usage · " + d.source + " · " + d.model + (d.speed && d.speed !== "standard" ? " · " + d.speed : "") +
+            " · " + d.input_tokens + " in / " + d.output_tokens + " out · cache " + d.cache_read_input_tokens +
+            " read / " + d.cache_creation_input_tokens + " write · $" + d.cost_usd + (d.unpriced ? " · unpriced" : "")
+        );
+        break;
+      case "run.started":
+        item = compact(event, "Run started · " + d.model + " · up to " + d.max_turns + " turns" + (d.scripted ? " · scripted" : ""));
+        break;
+      case "agent.final_view":
+        item = compact(event, "Final view" + (d.url ? " · " + d.url : "") + (d.title ? " · " + d.title : ""));
+        break;
+      case "run.finished":
+        item = el("li", "ev ev-finished");
+        item.appendChild(meta(event, "Run finished"));
+        body = el("div", "ev-body");
+        body.appendChild(badge("st-" + d.status, d.status));
+        if (d.error_code) body.appendChild(el("span", "error", " " + d.error_code));
+        if (d.error_message) body.appendChild(document.createTextNode(" — " + d.error_message));
+        item.appendChild(body);
+        break;
+      case "run.judged":
+        item = el("li", "ev ev-judged");
+        item.appendChild(meta(event, "Judged", [badge("v-" + d.verdict, d.verdict)]));
+        item.appendChild(el("div", "ev-body", d.reason));
+        break;
+      case "span.outcome_evaluation_start":
+        item = compact(event, "Outcome evaluation " + d.iteration + " started");
+        break;
+      case "span.outcome_evaluation_end":
+        item = el("li", "ev ev-eval-end");
+        item.appendChild(meta(event, "Outcome evaluation " + d.iteration, [badge("ev-" + d.result, d.result)]));
+        item.appendChild(el("div", "ev-body", d.explanation));
+        break;
+      default:
+        item = el("li", "ev ev-compact ev-other");
+        item.appendChild(meta(event, event.type));
+        body = el("div", "ev-body");
+        body.appendChild(el("pre", "", JSON.stringify(d, null, 2)));
+        item.appendChild(body);
+    }
+    item.dataset.seq = event.seq;
+    item.dataset.type = event.type;
+    return item;
+  }
+
+  function setText(id, value) {
+    var node = document.getElementById(id);
+    if (node) node.textContent = String(value);
+  }
+
+  function showTurns() {
+    setText("turns", turns);
+    var bar = document.getElementById("budget");
+    var percent = config.max_turns ? Math.min(100, Math.round((100 * turns) / config.max_turns)) : 0;
+    bar.firstElementChild.style.width = percent + "%";
+    bar.classList.toggle("warn", percent >= 75 && percent < 100);
+    bar.classList.toggle("over", percent >= 100);
+    bar.setAttribute("aria-valuenow", String(turns));
+  }
+
+  function showUsage() {
+    setText("usage-total", usage.total);
+    setText("usage-requests", usage.requests);
+    setText("usage-output", usage.output);
+    setText("usage-cache", usage.cache_read);
+    setText("usage-cost", usage.cost.toFixed(4));
+  }
+
+  function selectShot(button) {
+    var viewport = document.getElementById("viewport");
+    var img = document.getElementById("viewport-img");
+    if (!img) {
+      viewport.textContent = "";
+      img = el("img");
+      img.id = "viewport-img";
+      img.alt = "Latest viewport screenshot";
+      viewport.appendChild(img);
+    }
+    img.src = button.dataset.url;
+    setText("viewport-caption", "#" + button.dataset.seq + " " + (button.dataset.page || ""));
+    document.querySelectorAll("#filmstrip button").forEach(function (other) {
+      other.setAttribute("aria-current", other === button ? "true" : "false");
+    });
+  }
+
+  function addShot(event) {
+    var strip = document.getElementById("filmstrip");
+    var button = el("button");
+    button.type = "button";
+    button.dataset.seq = event.seq;
+    button.dataset.url = event.data.screenshot_url;
+    button.dataset.page = event.data.url || "";
+    button.setAttribute("aria-label", "Screenshot at event " + event.seq);
+    var thumb = el("img");
+    thumb.src = event.data.screenshot_url;
+    thumb.alt = "";
+    button.appendChild(thumb);
+    strip.appendChild(button);
+    strip.scrollLeft = strip.scrollWidth;
+    setText("shot-count", strip.children.length + " screenshot" + (strip.children.length === 1 ? "" : "s"));
+    selectShot(button);
+  }
+
+  var summaryTimer = null;
+  function refreshSummary() {
+    window.clearTimeout(summaryTimer);
+    summaryTimer = window.setTimeout(function () {
+      fetch(config.summary_url, { credentials: "same-origin" })
+        .then(function (response) {
+          return response.ok ? response.text() : null;
+        })
+        .then(function (html) {
+          if (!html) return;
+          // Rendered and escaped by Django from the database, not from the socket's event data.
+          var template = document.createElement("template");
+          template.innerHTML = html.trim();
+          var fresh = template.content.firstElementChild;
+          document.getElementById("summary").replaceWith(fresh);
+          bindTabs(fresh);
+          if (fresh.dataset.turns) {
+            turns = parseInt(fresh.dataset.turns, 10) || turns;
+            showTurns();
+          }
+        });
+    }, 150);
+  }
+
+  function apply(event) {
+    if (event.seq <= lastSeq || timeline.querySelector('[data-seq="' + event.seq + '"]')) return;
+    lastSeq = event.seq;
+    var d = event.data || {};
+    var empty = document.getElementById("timeline-empty");
+    if (empty) empty.remove();
+    if ((event.type === "agent.message" || event.type === "agent.tool_use") && d.turn !== undefined && d.turn !== null && d.turn !== currentTurn) {
+      currentTurn = d.turn;
+      var sep = el("li", "turn-sep", "Turn " + d.turn);
+      sep.dataset.turn = d.turn;
+      timeline.appendChild(sep);
+    }
+    timeline.appendChild(render(event));
+    setText("event-count", lastSeq);
+    if (event.type === "agent.tool_use" && d.name !== "done" && typeof d.turn === "number" && d.turn > turns) {
+      turns = d.turn;
+      showTurns();
+    }
+    if (event.type === "agent.usage") {
+      usage.requests += 1;
+      usage.output += d.output_tokens || 0;
+      usage.cache_read += d.cache_read_input_tokens || 0;
+      usage.total += (d.input_tokens || 0) + (d.output_tokens || 0) + (d.cache_read_input_tokens || 0) + (d.cache_creation_input_tokens || 0);
+      usage.cost += parseFloat(d.cost_usd) || 0;
+      showUsage();
+    }
+    if ((event.type === "agent.tool_result" || event.type === "agent.final_view") && d.screenshot_url) addShot(event);
+    if (event.type === "run.started") setStatus("running");
+    if (event.type === "run.finished") {
+      setStatus(d.status);
+      var cancel = document.getElementById("cancel-form");
+      if (cancel) cancel.remove();
+      setText("live-state", "finished");
+    }
+    if (SUMMARY_TYPES[event.type]) refreshSummary();
+  }
+
+  function setStatus(status) {
+    var node = document.getElementById("run-status");
+    node.className = "badge st-" + status;
+    node.textContent = status;
+  }
+
+  function bindTabs(root) {
+    root.querySelectorAll("[data-tabs]").forEach(function (tabs) {
+      var buttons = tabs.querySelectorAll("[data-tab]");
+      buttons.forEach(function (button) {
+        var panel = document.getElementById(button.dataset.tab);
+        if (panel && button.getAttribute("aria-selected") !== "true") panel.setAttribute("data-hidden", "");
+        button.addEventListener("click", function () {
+          buttons.forEach(function (other) {
+            var selected = other === button;
+            other.setAttribute("aria-selected", selected ? "true" : "false");
+            var otherPanel = document.getElementById(other.dataset.tab);
+            if (otherPanel) otherPanel.toggleAttribute("data-hidden", !selected);
+          });
+        });
+      });
+    });
+  }
+
+  document.getElementById("filmstrip").addEventListener("click", function (click) {
+    var button = click.target.closest("button");
+    if (button) selectShot(button);
+  });
+  timeline.addEventListener("click", function (click) {
+    var link = click.target.closest("a.shot-ref");
+    if (!link) return;
+    var button = document.querySelector('#filmstrip button[data-seq="' + link.dataset.shot + '"]');
+    if (button) {
+      click.preventDefault();
+      selectShot(button);
+      document.getElementById("viewport").scrollIntoView({ block: "nearest" });
+    }
+  });
+  bindTabs(document);
+
+  var live = new window.Pilothouse.LiveSocket({
+    path: function () {
+      return config.socket + "?after=" + lastSeq;
+    },
+    onMessage: function (message) {
+      if (message.type === "event") apply(message.event);
+    },
+  });
+  window.Pilothouse.runSocket = live;
+})();
