@@ -69,7 +69,10 @@ def _trajectory_line(event: Event) -> str | None:
             tool_input = tool_input[:600] + "…"
         return f"tool_use {data.get('name', '?')} {tool_input}"
     if event.type == "agent.tool_result":
-        text = shorten_tool_result(text_of(data.get("content") if "content" in data else data.get("text")))
+        text = text_of(data.get("content") if "content" in data else data.get("text"))
+        # The runtime lists the notices it appended separately too; add any the content does not already carry.
+        missing = [line for line in data.get("notices") or [] if isinstance(line, str) and line not in text]
+        text = shorten_tool_result("\n".join([text, *missing]))
         marker = "tool_error" if data.get("is_error") else "tool_result"
         return f"{marker}: {text}" if text else marker
     if "error" in event.type or "violation" in event.type:

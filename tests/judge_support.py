@@ -54,7 +54,9 @@ def play_trajectory(run: Run, *, screenshot_url: str | None = None, final_view: 
         "agent.tool_result",
         {
             "tool_use_id": "toolu_1",
+            "name": "navigate",
             "content": f"{long_page}\n{NOTICE}",
+            "notices": [NOTICE],
             "is_error": False,
             "screenshot_url": screenshot_url,
         },
