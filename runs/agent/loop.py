@@ -516,6 +516,7 @@ class AgentLoop:
         accepted: dict | None = None
         done_called = False
         halted = False
+        acted = False
         for use in uses:
             self.emit_tool_use(use)
             screenshot_url = None
@@ -541,6 +542,7 @@ class AgentLoop:
                     block, screenshot_url = self.browse(use)
                     actions.append((use.name, use.input))
                     halted = bool(block.get("is_error"))
+                    acted = acted or (not halted and use.name not in notices.READ_ONLY_MEMBERS)
                     self.count_error(halted)
             else:
                 block = result_block(
@@ -565,6 +567,7 @@ class AgentLoop:
                 turns_used=self.turns - self.budget_start,
                 consecutive_errors=self.consecutive_errors,
                 fingerprint=fingerprint,
+                acted=acted,
             )
             if lines:
                 last_block = results[-1][1]

@@ -81,12 +81,14 @@ class NoticeTracker:
         turns_used: int,
         consecutive_errors: int,
         fingerprint: str | None = None,
+        acted: bool | None = None,
     ) -> list[str]:
         """The notice lines for one turn's tool results, counting each kind shown.
 
         `actions` are the browser members the turn ran, as (name, input), in order; empty for a turn that only
         called done. `turns_used` counts the action turns of the current budget, this one included. `fingerprint`
-        is the page's after the turn, when it was taken.
+        is the page's after the turn, when it was taken; `acted` says whether an action that can change the page
+        succeeded (by default: any member that is not read-only), since a failed click is no sign of a stalled page.
         """
         lines: list[str] = []
         if actions:
@@ -98,7 +100,9 @@ class NoticeTracker:
             if repeated:
                 lines.append(repeated_action_notice(repeated))
                 self.loop_nudges += 1
-            if self._stagnated(actions, fingerprint):
+            if acted is None:
+                acted = any(name not in READ_ONLY_MEMBERS for name, _ in actions)
+            if self._stagnated(acted, fingerprint):
                 lines.append(stagnation_notice(self.unchanged_turns))
                 self.stagnation_nudges += 1
         failures = failure_notice(consecutive_errors)
@@ -119,10 +123,9 @@ class NoticeTracker:
             self.previous_action = action
         return repeated
 
-    def _stagnated(self, actions: list[tuple[str, dict]], fingerprint: str | None) -> bool:
+    def _stagnated(self, acted: bool, fingerprint: str | None) -> bool:
         if fingerprint is None:
             return False
-        acted = any(name not in READ_ONLY_MEMBERS for name, _ in actions)
         if fingerprint != self.fingerprint:
             self.fingerprint = fingerprint
             self.unchanged_turns = 1
