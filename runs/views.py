@@ -34,41 +34,16 @@ KNOWN_TYPES = frozenset(
 )  # fmt: skip
 VIOLATION_PREFIX = "output_schema_violation"
 
-DEMO_ITEMS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
-                "required": ["name", "price"],
-            },
-        }
-    },
-    "required": ["items"],
-    "additionalProperties": False,
-}
-
 
 def demo_tasks(request: HttpRequest) -> list[dict]:
-    """The bundled demo tasks the scripted model knows, offered as one-click presets on the launch form."""
-    shop = request.build_absolute_uri("/demo/shop/")
-    return [
-        {
-            "label": "Demo shop: list first-page products",
-            "task": "List the products on the first page of the demo shop",
-            "start_url": shop,
-            "output_schema": json.dumps(DEMO_ITEMS_SCHEMA, indent=2),
-        },
-        {
-            "label": "Demo shop: cheapest product",
-            "task": "Find the cheapest product in the demo shop, looking through every page, and report its name "
-            "and price",
-            "start_url": shop,
-            "output_schema": "",
-        },
-    ]
+    """The bundled demo tasks the scripted model knows, as one-click presets of the launch form (schema as text)."""
+    from demo_site.tasks import demo_tasks as bundled
+
+    presets = []
+    for demo in bundled(request.build_absolute_uri("/")):
+        schema = demo.get("output_schema")
+        presets.append({**demo, "output_schema": json.dumps(schema, indent=2) if schema else ""})
+    return presets
 
 
 def run_for_user(user, run_id: str) -> Run:
@@ -462,8 +437,10 @@ def session_list(request):
     from django.db.models import Count, Max
 
     workspace = current_workspace(request)
-    sessions = Session.objects.for_workspace(workspace).annotate(
-        run_count=Count("runs"), last_run_at=Max("runs__created_at")
+    sessions = (
+        Session.objects.for_workspace(workspace)
+        .annotate(run_count=Count("runs"), last_run_at=Max("runs__created_at"))
+        .order_by("-created_at", "-id")
     )
     page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "runs/sessions.html", {"workspace": workspace, "page": page, "sessions": page.object_list})

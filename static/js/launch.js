@@ -190,6 +190,20 @@
       document.getElementById("id_task").value = preset.task;
       document.getElementById("id_start_url").value = preset.start_url;
       textarea.value = preset.output_schema;
+      var judge = document.getElementById("id_judge");
+      judge.checked = Boolean(preset.judge);
+      judge.dispatchEvent(new Event("change"));
+      document.querySelectorAll("#judge-context input").forEach(function (input, index) {
+        input.value = (preset.judge_context || [])[index] || "";
+      });
+      var outcome = document.getElementById("id_outcome_enabled");
+      outcome.checked = Boolean(preset.outcome);
+      outcome.dispatchEvent(new Event("change"));
+      if (preset.outcome) {
+        document.getElementById("id_outcome_description").value = preset.outcome.description;
+        document.getElementById("id_outcome_rubric").value = preset.outcome.rubric;
+        document.getElementById("id_outcome_max_iterations").value = preset.outcome.max_iterations;
+      }
       check();
       document.getElementById("id_task").focus();
     });
