@@ -190,8 +190,16 @@ def header(title: str) -> str:
         f"# {title}\n"
         f"machine: {os.cpu_count()} CPUs ({cpu_model()}), {memory_gib():.1f} GiB RAM, "
         f"Python {stdlib_platform.python_version()}, {stdlib_platform.system()} {stdlib_platform.release()}\n"
-        f"date: {now}   commit: {git_commit()}\n"
+        f"date: {now}   commit: {git_commit()}   load average at start: {load_average()}\n"
     )
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages: other work on the machine inflates every latency measured here."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 def rss_kib(pid: int) -> int:
