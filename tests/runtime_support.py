@@ -80,13 +80,16 @@ def _stop_worker() -> None:
         worker.stop()
 
 
-def launch(workspace, **fields) -> Run:
-    """A committed run handed to the runtime tests' worker."""
+def enqueue(run: Run) -> Run:
+    """Hand a committed run to the runtime tests' worker."""
     from runs.tasks import execute_run
 
-    run = make_run(workspace, **fields)
     execute_run.apply_async(args=[run.pk], queue=QUEUE)
     return run
+
+
+def launch(workspace, **fields) -> Run:
+    return enqueue(make_run(workspace, **fields))
 
 
 def finished(run: Run, timeout: float = RUN_TIMEOUT) -> Run:
