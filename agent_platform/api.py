@@ -2,6 +2,7 @@
 
 import json
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -127,6 +128,16 @@ class ErrorOut(Schema):
 
 # The error statuses any authenticated endpoint may answer with, for its `response=` declaration.
 ERROR_RESPONSES = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 429: ErrorOut}
+
+
+def utc_instant(value: datetime | None, field: str) -> datetime | None:
+    """A query's date-time in UTC (naive means UTC); offsets PostgreSQL refuses or out-of-range years are a 400."""
+    if value is None:
+        return None
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ApiError("invalid_request", f"{field}: {value.isoformat()} is out of range.") from None
 
 
 def error_response(request: HttpRequest, status: int, type: str, message: str, detail=None, headers=None):

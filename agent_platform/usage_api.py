@@ -7,7 +7,7 @@ from typing import Literal
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from .api import ERROR_RESPONSES
+from .api import ERROR_RESPONSES, utc_instant
 from .models import ModelRequest
 from .reports import usage_by, usage_totals
 
@@ -61,10 +61,10 @@ def usage_row(row: dict) -> dict:
 )
 def usage(request: HttpRequest, filters: Query[UsageFilters]):
     requests = ModelRequest.objects.for_workspace(request.workspace)
-    if filters.from_:
-        requests = requests.filter(created_at__gte=filters.from_)
-    if filters.to:
-        requests = requests.filter(created_at__lt=filters.to)
+    if start := utc_instant(filters.from_, "from"):
+        requests = requests.filter(created_at__gte=start)
+    if end := utc_instant(filters.to, "to"):
+        requests = requests.filter(created_at__lt=end)
     # The same aggregation as the admin's billing views and the UI's usage page.
     groups = [{"key": str(row[filters.group_by]), **usage_row(row)} for row in usage_by(requests, filters.group_by)]
     return {"group_by": filters.group_by, "totals": usage_row(usage_totals(requests)), "groups": groups}

@@ -4,7 +4,7 @@ import base64
 import binascii
 import json
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiError, ErrorOut
+from agent_platform.api import ERROR_RESPONSES, ApiError, ErrorOut, utc_instant
 from judge.models import Judgment, OutcomeEvaluation
 from judge.services import request_rejudge
 
@@ -288,13 +288,15 @@ def encode_cursor(row) -> str:
 
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
     try:
+        if len(cursor) > 200:
+            raise ValueError(cursor)
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         created_at, pk = json.loads(raw)
-        created_at = datetime.fromisoformat(created_at)
-        if not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk <= 2**63 - 1 or created_at.tzinfo is None:
+        created_at = datetime.fromisoformat(created_at).astimezone(UTC)
+        if not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk <= 2**63 - 1:
             raise ValueError(pk)
         return created_at, pk
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, OverflowError, RecursionError):
         raise ApiError("invalid_request", "cursor: not a cursor this API returned.") from None
 
 
@@ -363,10 +365,10 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
     if filters.verdict:
         latest = Judgment.objects.filter(run=OuterRef("pk")).order_by("-judged_at", "-id").values("verdict")[:1]
         runs = runs.annotate(latest_verdict=Subquery(latest)).filter(latest_verdict=filters.verdict)
-    if filters.created_after:
-        runs = runs.filter(created_at__gt=filters.created_after)
-    if filters.created_before:
-        runs = runs.filter(created_at__lt=filters.created_before)
+    if created_after := utc_instant(filters.created_after, "created_after"):
+        runs = runs.filter(created_at__gt=created_after)
+    if created_before := utc_instant(filters.created_before, "created_before"):
+        runs = runs.filter(created_at__lt=created_before)
     rows, next_cursor, has_more = paginate(runs, filters.cursor, filters.limit)
     return {"runs": [run_out(run) for run in rows], "next_cursor": next_cursor, "has_more": has_more}
 

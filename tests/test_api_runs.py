@@ -497,3 +497,22 @@ def test_rejudge_queues_a_judgment_with_the_edited_context(api, acme, django_cap
     assert response.status_code == 202, response.content
     assert response.json()["id"] == run.public_id
     assert len(callbacks) == 1, "one judge task is queued on commit"
+
+
+def test_an_offset_postgresql_refuses_is_read_as_its_utc_instant(api, acme):
+    # Found by the fuzzer: PostgreSQL refuses offsets beyond 15:59, so the API compares in UTC.
+    make_run(acme)
+    response = api.get("/runs?created_before=0716-06-09T21:17:52-18:25")
+    assert response.status_code == 200 and response.json()["runs"] == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "created_after=0001-01-01T00:00:00%2B14:00",  # before year 1 in UTC
+        "created_after=9999-12-31T23:59:59-14:00",  # after year 9999 in UTC
+    ],
+)
+def test_out_of_range_times_are_invalid_request_not_server_errors(api, query):
+    error = error_of(api.get(f"/runs?{query}"), 400, "invalid_request")
+    assert query.split("=")[0] in error["message"]
