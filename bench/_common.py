@@ -213,6 +213,17 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def pss_kib(pid: int) -> int:
+    """Proportional set size in KiB: shared pages split among the processes sharing them (0 if it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def descendants(pid: int) -> list[int]:
     """Every live descendant process of `pid` (children, grandchildren, …), from /proc."""
     children: dict[int, list[int]] = {}
