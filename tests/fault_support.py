@@ -1,0 +1,206 @@
+"""What the fault and security tests share: a worker on a queue of their own, a recording test site, run helpers."""
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from runs.models import Event, Run
+from runs.scripted.wire import tool_use_reply
+from tests.conftest import REPO, WorkerProcess, wait_for, worker_environment
+from tests.factories import make_run
+
+PAGES = Path(__file__).parent / "pages"
+QUEUE = "fault-tests"
+RUN_TIMEOUT = 60
+# Recognisable values that must never leave the places they belong to.
+CANARY_ANTHROPIC_KEY = "sk-ant-api03-CANARY-anthropic-key-0123456789"
+HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+
+# Pages only these tests need, served beside the shared test pages.
+EXTRA_PAGES = {
+    "/login.html": """<!doctype html><html><head><meta charset="utf-8"><title>Sign in</title></head><body>
+<h1>Sign in</h1>
+<form method="post" action="/login">
+  <label>User <input name="username" aria-label="Username"></label>
+  <label>Password <input name="password" type="text" aria-label="Password" autofocus></label>
+  <button type="submit">Sign in</button>
+</form></body></html>""",
+    "/hostile.html": f"""<!doctype html><html><head><meta charset="utf-8"><title>{HOSTILE}</title></head><body>
+<p id="text">Product: &lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;</p>
+</body></html>""",
+    # Loads normally, then its renderer spins forever: the next action on it hangs.
+    "/hang.html": """<!doctype html><html><head><meta charset="utf-8"><title>Hang</title></head><body>
+<p>About to hang.</p><script>setTimeout(() => { for (;;) {} }, 200);</script></body></html>""",
+}
+
+
+class RecordingSite(http.server.ThreadingHTTPServer):
+    """The test pages over HTTP, recording every request (path, body) so a test can prove what reached it."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int]) -> None:
+        super().__init__(address, SiteHandler)
+        self.requests: list[tuple[str, str, str]] = []
+        self.lock = threading.Lock()
+
+    def record(self, method: str, path: str, body: str) -> None:
+        with self.lock:
+            self.requests.append((method, path, body))
+
+    def seen(self) -> list[tuple[str, str, str]]:
+        with self.lock:
+            return list(self.requests)
+
+
+class SiteHandler(http.server.SimpleHTTPRequestHandler):
+    server: RecordingSite
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, directory=str(PAGES), **kwargs)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def send_text(self, html: str) -> None:
+        data = html.encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/html; charset=utf-8")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802  (the stdlib's name)
+        path = urlsplit(self.path).path
+        self.server.record("GET", self.path, "")
+        if path in EXTRA_PAGES:
+            self.send_text(EXTRA_PAGES[path])
+            return
+        super().do_GET()
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
+        self.server.record("POST", self.path, body)
+        form = {name: values[0] for name, values in parse_qs(body).items()}
+        # The page echoes what it received, as many real sites do: the masking must catch it on the way back.
+        self.send_text(
+            "<!doctype html><html><head><title>Signed in</title></head><body>"
+            f"<p>Welcome {form.get('username', '')}; your password is {form.get('password', '')}.</p></body></html>"
+        )
+
+
+class FaultWorker(WorkerProcess):
+    """A worker consuming one queue only, so no other test's worker (with another environment) takes its runs."""
+
+    def __init__(self, env: dict, log_path: Path, queue: str = QUEUE, concurrency: int = 4) -> None:
+        super().__init__(env, log_path, concurrency)
+        self.queue = queue
+
+    def start(self) -> "FaultWorker":
+        self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queue,
+             "--pool", "threads", "--concurrency", str(self.concurrency), "--without-mingle", "--without-gossip",
+             "--loglevel", "INFO", "-n", f"faults-{os.getpid()}-{time.monotonic_ns()}@%h"],
+            cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self.wait_ready()
+        return self
+
+
+_shared: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="session")
+def fault_site() -> RecordingSite:
+    """One recording site on 127.0.0.1 for the session; its URL for the worker is `site_url(site)` (localhost)."""
+    if "site" not in _shared:
+        server = RecordingSite(("127.0.0.1", 0))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        _shared["site"] = server
+    return _shared["site"]
+
+
+def site_url(site: RecordingSite, host: str = "localhost") -> str:
+    return f"http://{host}:{site.server_address[1]}"
+
+
+def fault_worker_environment(extra: dict | None = None) -> dict:
+    """The fault worker's environment: only `localhost` is an allowed private host, so 127.0.0.1 stays refused; a
+    short model timeout and few retries keep model-failure tests fast; a canary Anthropic key to hunt for."""
+    return worker_environment(
+        {
+            "BROWSER_ALLOWED_PRIVATE_HOSTS": "localhost",
+            "MODEL_MAX_RETRIES": "2",
+            "MODEL_TIMEOUT_SECONDS": "2",
+            "BROWSER_ACTION_TIMEOUT_SECONDS": "1",
+            "ANTHROPIC_API_KEY": CANARY_ANTHROPIC_KEY,
+            **(extra or {}),
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def fault_worker(
+    request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
+) -> FaultWorker:
+    """One worker for the fault and security tests, pointed at the Messages stub."""
+    if "worker" not in _shared:
+        media = tmp_path_factory.mktemp("fault-media")
+        with django_db_blocker.unblock():
+            env = fault_worker_environment({"MEDIA_ROOT": str(media)})
+        worker = FaultWorker(env, tmp_path_factory.mktemp("fault-worker") / "worker.log").start()
+        _shared["worker"] = worker
+        request.addfinalizer(_stop_worker)
+    return _shared["worker"]
+
+
+def _stop_worker() -> None:
+    worker = _shared.pop("worker", None)
+    if worker is not None:
+        worker.stop()
+
+
+def enqueue(run: Run, queue: str = QUEUE) -> Run:
+    from runs.tasks import execute_run
+
+    execute_run.apply_async(args=[run.pk], queue=queue)
+    return run
+
+
+def launch(workspace, **fields) -> Run:
+    return enqueue(make_run(workspace, **fields))
+
+
+def finished(run: Run, timeout: float = RUN_TIMEOUT) -> Run:
+    def ended() -> Run | None:
+        run.refresh_from_db()
+        return run if run.is_finished else None
+
+    return wait_for(ended, timeout=timeout, message=f"run {run.public_id} to finish")
+
+
+def events(run: Run, type: str | None = None) -> list[Event]:
+    queryset = Event.objects.filter(run=run).order_by("seq")
+    return list(queryset.filter(type=type) if type else queryset)
+
+
+def browser(name: str, **member_input: Any) -> dict:
+    return tool_use_reply(name, member_input, toolset_name="browser")
+
+
+def done(success: bool = True, output: str = "Finished.", **extra: Any) -> dict:
+    return tool_use_reply("done", {"success": success, "output": output, **extra})
+
+
+def dumped(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
