@@ -30,12 +30,16 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 class RuntimeWorker(WorkerProcess):
-    """The shared worker process, consuming the runtime tests' queue only."""
+    """A worker process consuming one queue of the runtime tests only."""
+
+    def __init__(self, env: dict, log_path: Path, queue: str = QUEUE):
+        super().__init__(env, log_path)
+        self.queue = queue
 
     def start(self) -> "RuntimeWorker":
         self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", QUEUE,
+            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queue,
              "--pool", "threads", "--concurrency", "4", "--without-mingle", "--without-gossip",
              "--loglevel", "INFO", "-n", f"runtime-{os.getpid()}-{time.monotonic_ns()}@%h"],
             cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -74,17 +78,41 @@ def runtime_worker(
     return _shared["worker"]
 
 
-def _stop_worker() -> None:
-    worker = _shared.pop("worker", None)
+def _stop_worker(name: str = "worker") -> None:
+    worker = _shared.pop(name, None)
     if worker is not None:
         worker.stop()
 
 
-def enqueue(run: Run) -> Run:
+SHORT_LIMIT_QUEUE = "runtime-tests-short-limit"
+SHORT_LIMIT_SECONDS = 10  # the setting's minimum
+
+
+@pytest.fixture(scope="session")
+def short_limit_worker(
+    request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
+) -> RuntimeWorker:
+    """A second worker whose runs have the shortest wall-clock limit, and which labels its runs scripted."""
+    if "short" not in _shared:
+        with django_db_blocker.unblock():
+            env = worker_environment(
+                {
+                    "RUN_TIME_LIMIT_SECONDS": str(SHORT_LIMIT_SECONDS),
+                    "SCRIPTED_MODEL": "true",
+                    "MEDIA_ROOT": str(tmp_path_factory.mktemp("runtime-media-short")),
+                }
+            )
+        log_path = tmp_path_factory.mktemp("runtime-worker-short") / "worker.log"
+        _shared["short"] = RuntimeWorker(env, log_path, queue=SHORT_LIMIT_QUEUE).start()
+        request.addfinalizer(lambda: _stop_worker("short"))
+    return _shared["short"]
+
+
+def enqueue(run: Run, queue: str = QUEUE) -> Run:
     """Hand a committed run to the runtime tests' worker."""
     from runs.tasks import execute_run
 
-    execute_run.apply_async(args=[run.pk], queue=QUEUE)
+    execute_run.apply_async(args=[run.pk], queue=queue)
     return run
 
 

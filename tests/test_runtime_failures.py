@@ -14,7 +14,7 @@ from runs.scripted.wire import error_reply
 from tests import messages_stub as stub_fixtures
 from tests import runtime_support
 from tests.conftest import wait_for
-from tests.factories import make_session
+from tests.factories import make_run, make_session
 from tests.runtime_support import browser, done, events, finished, launch
 
 messages_stub_server = stub_fixtures.messages_stub_server
@@ -142,3 +142,24 @@ def test_a_browser_crash_fails_the_run_with_browser_error_and_the_next_run_gets_
     after = finished(launch(acme, start_url=f"{site}/runtime_shop.html"))
     assert after.status == Run.Status.SUCCEEDED
     assert "Kettle" in events(after, "agent.tool_result")[0].payload["content"]
+
+
+short_limit_worker = runtime_support.short_limit_worker
+
+
+@pytest.mark.usefixtures("short_limit_worker")
+def test_a_run_past_its_wall_clock_limit_fails_with_timeout(acme, site, messages_stub):
+    messages_stub.set_fallback(browser("wait", duration=3))
+    run = runtime_support.enqueue(
+        make_run(acme, start_url=f"{site}/runtime_shop.html"), queue=runtime_support.SHORT_LIMIT_QUEUE
+    )
+
+    run = finished(run, timeout=40)
+
+    assert run.status == Run.Status.FAILED
+    assert run.error_code == Run.ErrorCode.TIMEOUT
+    assert f"time limit of {runtime_support.SHORT_LIMIT_SECONDS} s" in run.error_message
+    assert run.signals["turns"] >= 1
+    assert run.scripted is True  # SCRIPTED_MODEL labels the runs of that worker
+    assert events(run, "run.started")[0].payload["scripted"] is True
+    assert (run.finished_at - run.started_at).total_seconds() < runtime_support.SHORT_LIMIT_SECONDS + 8
