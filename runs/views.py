@@ -8,7 +8,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import IntegerField, OuterRef, Q, Subquery
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.http import FileResponse, Http404, HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -65,7 +67,8 @@ def with_judge_verdict(runs):
     last_action = Event.objects.filter(run=OuterRef("pk"), type="agent.tool_use").order_by("-seq")
     return runs.annotate(
         judge_verdict=Subquery(latest.values("verdict")[:1]),
-        last_turn=Subquery(last_action.values("payload__turn")[:1]),
+        # KT + Cast: the turn as an integer on every backend (SQLite hands a bare JSON number back otherwise).
+        last_turn=Subquery(last_action.annotate(turn=Cast(KT("payload__turn"), IntegerField())).values("turn")[:1]),
     )
 
 
