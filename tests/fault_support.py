@@ -50,14 +50,15 @@ class RecordingSite(http.server.ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int]) -> None:
         super().__init__(address, SiteHandler)
-        self.requests: list[tuple[str, str, str]] = []
+        self.requests: list[tuple[str, str, str, str]] = []
         self.lock = threading.Lock()
 
-    def record(self, method: str, path: str, body: str) -> None:
+    def record(self, method: str, host: str, path: str, body: str) -> None:
         with self.lock:
-            self.requests.append((method, path, body))
+            self.requests.append((method, host, path, body))
 
-    def seen(self) -> list[tuple[str, str, str]]:
+    def seen(self) -> list[tuple[str, str, str, str]]:
+        """(method, Host header, path, body) of every request so far."""
         with self.lock:
             return list(self.requests)
 
@@ -81,7 +82,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802  (the stdlib's name)
         path = urlsplit(self.path).path
-        self.server.record("GET", self.path, "")
+        self.server.record("GET", self.headers.get("host", ""), self.path, "")
         if path in EXTRA_PAGES:
             self.send_text(EXTRA_PAGES[path])
             return
@@ -89,7 +90,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
-        self.server.record("POST", self.path, body)
+        self.server.record("POST", self.headers.get("host", ""), self.path, body)
         form = {name: values[0] for name, values in parse_qs(body).items()}
         # The page echoes what it received, as many real sites do: the masking must catch it on the way back.
         self.send_text(
