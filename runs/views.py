@@ -4,6 +4,7 @@ import json
 from datetime import date, datetime, time
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
@@ -388,6 +389,7 @@ def run_new(request):
             "judge_context": judge_context + [""] * (len(JUDGE_CONTEXT_SLOTS) - len(judge_context)),
             "demo_tasks": demo_tasks(request),
             "max_turns_default": MAX_TURNS_DEFAULT,
+            "default_model": settings.DEFAULT_MODEL,
             "max_turns_limit": MAX_TURNS_LIMIT,
             "schema_max_bytes": SCHEMA_MAX_BYTES,
             "launch_config": {

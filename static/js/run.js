@@ -180,10 +180,10 @@
   }
 
   function showUsage() {
-    setText("usage-total", usage.total);
+    setText("usage-total", usage.total.toLocaleString("en-US"));
     setText("usage-requests", usage.requests);
-    setText("usage-output", usage.output);
-    setText("usage-cache", usage.cache_read);
+    setText("usage-output", usage.output.toLocaleString("en-US"));
+    setText("usage-cache", usage.cache_read.toLocaleString("en-US"));
     setText("usage-cost", usage.cost.toFixed(4));
   }
 

@@ -1,0 +1,126 @@
+"""Take the README's screenshots from the real app: `make run`'s whole stack on a scratch data directory, the
+bundled demo tasks (seeded on first start with the scripted model), and Chromium driven by Playwright.
+
+    .venv/bin/python scripts/screenshots.py            # writes docs/img/{runs-list,launch-form,run-page,usage}.png
+
+REDIS_URL, BROWSER_EXECUTABLE and the rest are read from the environment as `make run` reads them.
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "docs" / "img"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]  # fmt: skip
+VIEWPORT = {"width": 1440, "height": 900}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def browser_executable() -> str:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_platform.settings")
+    sys.path.insert(0, str(REPO))
+    from django.conf import settings
+
+    return settings.BROWSER_EXECUTABLE
+
+
+def start_platform(var_dir: Path, port: int) -> tuple[subprocess.Popen, str]:
+    """`scripts/run.py` on a scratch var dir; returns the process and the operator's password once it is up."""
+    env = {**os.environ, "PILOTHOUSE_VAR_DIR": str(var_dir), "PORT": str(port),
+           "SCRIPTED_MODEL_PORT": str(free_port()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.pop("DATABASE_URL", None)  # a scratch SQLite database, never the operator's own
+    log = (var_dir / "platform.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "scripts/run.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        text = (var_dir / "platform.log").read_text(errors="replace")
+        if process.poll() is not None:
+            raise SystemExit(f"the platform exited:\n{text[-3000:]}")
+        if "Pilothouse is up" in text:
+            password = re.search(r"password: (\S+)", text)
+            if password is None:
+                raise SystemExit("no operator password in the platform's output")
+            return process, password.group(1)
+        time.sleep(0.5)
+    raise SystemExit("the platform did not come up in 180s")
+
+
+def stop_platform(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def take(base: str, password: str) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=browser_executable(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{base}/login/")
+        page.fill("#id_username", "operator")
+        page.fill("#id_password", password)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base}/")
+
+        # The seeded demo runs: wait until every one is finished and every judged one has its judgment.
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            page.goto(f"{base}/")
+            busy = page.locator("#runs-body tr[data-status='queued'], #runs-body tr[data-status='running']").count()
+            pending = page.locator("#runs-body td .badge.v-none", has_text="pending").count()
+            if page.locator("#runs-body tr[data-run-id]").count() and not busy and not pending:
+                break
+            time.sleep(2)
+        page.screenshot(path=str(OUT / "runs-list.png"))
+
+        first = page.locator("#runs-body tr[data-run-id]").last.get_attribute("data-run-id")
+        page.goto(f"{base}/runs/{first}/")
+        page.wait_for_selector("#timeline [data-seq]")
+        page.screenshot(path=str(OUT / "run-page.png"))
+
+        page.goto(f"{base}/usage/")
+        page.screenshot(path=str(OUT / "usage.png"))
+
+        page.goto(f"{base}/runs/new/")
+        page.get_by_role("button", name=re.compile("graded against a rubric")).click()
+        page.locator("#schema-lint").filter(has_text="accepted").wait_for()
+        page.screenshot(path=str(OUT / "launch-form.png"))
+        browser.close()
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="pilothouse-screens-") as scratch:
+        port = free_port()
+        process, password = start_platform(Path(scratch), port)
+        try:
+            take(f"http://127.0.0.1:{port}", password)
+        finally:
+            stop_platform(process)
+    print(f"screenshots written to {OUT.relative_to(REPO)}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
