@@ -28,6 +28,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=50, help="timed requests per endpoint")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE each endpoint's slowest query")
+    parser.add_argument("--only", help="measure only endpoints whose label contains this text (e.g. usage)")
     args = parser.parse_args()
 
     # the bench operator issues thousands of API calls a minute; the limiter's Redis round trip still counts
@@ -96,6 +97,8 @@ def main() -> None:
         ("admin billing (workspace)", lambda: web.get(billing_url, {"workspace": main_ws.pk})),
     ]
 
+    if args.only:
+        endpoints = [(label, request) for label, request in endpoints if args.only in label]
     print(header("Data scale"))
     counts = {
         "runs": Run.objects.count(),
