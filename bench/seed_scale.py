@@ -87,6 +87,7 @@ def seed(runs: int, events: int, requests: int, seed_value: int) -> None:
 
     from agent_platform import ids
     from agent_platform.models import Membership, Price, Workspace
+    from runs.models import Run
 
     rng = random.Random(seed_value)
     now = datetime.datetime.now(datetime.UTC)
@@ -138,12 +139,14 @@ def seed(runs: int, events: int, requests: int, seed_value: int) -> None:
         cursor.execute("SELECT id FROM runs_session ORDER BY id DESC LIMIT %s", [(runs + 1) // 2])
         session_ids = sorted(row[0] for row in cursor.fetchall())
 
-        with cursor.copy(
-            "COPY runs_run (public_id, workspace_id, session_id, created_by_id, task, start_url, model, scripted, "
-            "max_turns, judge, judge_context, allowed_domains, allow_javascript, metadata, status, success, output, "
-            "data, error_code, error_message, signals, usage_requests, usage_input, usage_output, usage_cache_read, "
-            "usage_cache_write, cost_usd, last_seq, created_at, started_at, finished_at, worker) FROM STDIN"
-        ) as copy:
+        run_columns = (
+            "public_id, workspace_id, session_id, created_by_id, task, start_url, model, scripted, max_turns, judge, "
+            "judge_context, allowed_domains, allow_javascript, metadata, status, success, output, data, error_code, "
+            "error_message, signals, usage_requests, usage_input, usage_output, usage_cache_read, usage_cache_write, "
+            "cost_usd, last_seq, created_at, started_at, finished_at, worker"
+        )
+        extra_names, extra_values = field_defaults(Run, run_columns)
+        with cursor.copy(f"COPY runs_run ({run_columns}{extra_names}) FROM STDIN") as copy:
             for n in range(runs):
                 created = run_created[n]
                 status = rng.choices(["succeeded", "failed", "cancelled", "running", "queued"], [70, 20, 5, 3, 2])[0]
@@ -189,6 +192,7 @@ def seed(runs: int, events: int, requests: int, seed_value: int) -> None:
                         utc(created + datetime.timedelta(seconds=1)),
                         utc(created + datetime.timedelta(seconds=rng.uniform(20, 600))) if finished else None,
                         "bench@host",
+                        *extra_values,
                     )
                 )
                 bar.advance()
@@ -251,6 +255,22 @@ def seed(runs: int, events: int, requests: int, seed_value: int) -> None:
         raw.autocommit = True
         cursor.execute("VACUUM ANALYZE runs_session, runs_run, runs_event, agent_platform_modelrequest")
         raw.autocommit = False
+
+
+def field_defaults(model, known_columns: str) -> tuple[str, tuple]:
+    """Columns of `model` that the COPY does not name but must fill (NOT NULL, no database default), with the
+    field's default as COPY text, so a field added after this script was written does not break the seed."""
+    from django.db import models
+
+    known = {name.strip() for name in known_columns.split(",")}
+    names, values = [], []
+    for field in model._meta.concrete_fields:
+        if field.column in known or field.primary_key or field.null or field.db_default is not models.NOT_PROVIDED:
+            continue
+        default = field.get_default()
+        names.append(field.column)
+        values.append(json.dumps(default) if isinstance(field, models.JSONField) else default)
+    return "".join(f", {name}" for name in names), tuple(values)
 
 
 def reset() -> None:
