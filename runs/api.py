@@ -59,6 +59,11 @@ class RunIn(Schema):
     outcome: OutcomeIn | None = None
     allowed_domains: list[StrictStr] | None = Field(None, description="Host names the browser may reach.")
     metadata: dict[str, Any] | None = Field(None, description="Your own JSON object (at most 16 KiB), kept as is.")
+    secrets: dict[str, StrictStr] | None = Field(
+        None,
+        description="Values the agent may type without seeing them ({NAME: value}, names like SHOP_PASSWORD): it "
+        "sees {{secret:NAME}} placeholders, every event shows them masked, and no response returns them.",
+    )
 
 
 class RejudgeIn(Schema):

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import F
 
 from .models import Event, Run
+from .secrets import mask
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,8 @@ def emit(run: Run, type: str, data: dict, *, public_id: str | None = None) -> Ev
     write to the same run from different processes. `public_id` lets a caller put the event's own id in its data
     (the outcome evaluation spans do).
     """
+    # The run's secrets never reach the record: their values are written as placeholders.
+    data = mask(data, getattr(run, "secrets", None))
     with transaction.atomic():
         Run.objects.filter(pk=run.pk).update(last_seq=F("last_seq") + 1)
         seq = Run.objects.filter(pk=run.pk).values_list("last_seq", flat=True).get()

@@ -47,6 +47,7 @@ def launch_arguments(post: QueryDict) -> dict:
         if outcome["max_iterations"] is None:
             del outcome["max_iterations"]
     judge = bool(post.get("judge"))
+    secrets = secrets_from(post.get("secrets", ""))
     return {
         "task": post.get("task", ""),
         "session_id": post.get("session_id", "").strip() or None,
@@ -57,7 +58,21 @@ def launch_arguments(post: QueryDict) -> dict:
         "judge": judge,
         "judge_context": judge_context_from(post) if judge else [],
         "outcome": outcome,
+        "secrets": secrets,
     }
+
+
+def secrets_from(text: str) -> dict[str, str] | None:
+    """The form's secrets, one NAME=value a line; launch_run checks names and values."""
+    secrets = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            raise LaunchError("invalid_request", f"secrets: line {number} is not NAME=value", field="secrets")
+        secrets[name.strip()] = value.strip()
+    return secrets or None
 
 
 JUDGE_CONTEXT_SLOTS = range(JUDGE_CONTEXT_MAX_STATEMENTS)

@@ -12,6 +12,7 @@ from agent_platform.models import Workspace
 
 from .agent.schema import schema_problems, serialized_size
 from .models import Run, Session
+from .secrets import secrets_problem
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +217,15 @@ def clean_metadata(metadata) -> dict:
     return metadata
 
 
+def clean_secrets(secrets) -> dict[str, str]:
+    if secrets is None:
+        return {}
+    problem = secrets_problem(secrets)
+    if problem is not None:
+        raise invalid(*problem)  # names the field, never the value
+    return dict(secrets)
+
+
 def clean_idempotency_key(key) -> str | None:
     if key is None:
         return None
@@ -294,6 +304,7 @@ def launch_run(
     allowed_domains=None,
     metadata=None,
     allow_javascript=False,
+    secrets=None,
     created_by=None,
     idempotency_key=None,
 ) -> Run:
@@ -317,6 +328,7 @@ def launch_run(
         "judge_context": clean_judge_context(judge_context),
         "allowed_domains": clean_allowed_domains(allowed_domains),
         "metadata": clean_metadata(metadata),
+        "secrets": clean_secrets(secrets),
     }
     if not isinstance(judge, bool):
         raise invalid("judge", "must be true or false")

@@ -52,6 +52,7 @@ def finish(
         "error_code": error_code,
         "error_message": error_message,
         "finished_at": now,
+        "secrets": {},  # a run's secrets are needed only while it runs
     }
     if signals is not None:
         fields["signals"] = signals

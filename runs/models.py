@@ -85,6 +85,9 @@ class Run(models.Model):
     allowed_domains = models.JSONField(default=list, blank=True)
     allow_javascript = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
+    # Per-run secrets {NAME: value}: typed into pages for the agent, masked in every event, never serialized, and
+    # cleared when the run ends (runs.secrets).
+    secrets = models.JSONField(default=dict, blank=True, editable=False)
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     success = models.BooleanField(null=True, blank=True)

@@ -67,6 +67,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from runs.agent.network_guard import BlockedRequest, NetworkGuard, normalize_url
+from runs.secrets import UnknownSecret, substitute
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +331,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         url_policy: Callable[..., Any] | None = None,
         network_guard: NetworkGuard | None = None,
         allow_javascript: bool = False,
+        secrets: dict[str, str] | None = None,
     ) -> None:
         configs: dict[str, Any] = {"javascript_exec": {"enabled": bool(allow_javascript)}}
         policy = url_policy
@@ -344,6 +346,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self.context = context
         self.on_screenshot = on_screenshot
         self.network_guard = network_guard
+        self.secrets = dict(secrets or {})
         self.last_screenshot_url: str | None = None
         self._tabs: dict[str, Page] = {}
         self._next_tab = 1
@@ -379,7 +382,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         """A short hash of the active tab's URL and accessibility tree, to detect a page that stopped changing."""
         page = await self._page(None)
         try:
-            snapshot = await page.aria_snapshot(timeout=ACTION_TIMEOUT_MS)
+            # mode="ai" like read_page: a default-mode snapshot would drop the refs the agent just read
+            snapshot = await page.aria_snapshot(mode="ai", timeout=ACTION_TIMEOUT_MS)
         except PlaywrightError:
             snapshot = ""
         return hashlib.sha256(f"{page.url}\n{snapshot}".encode()).hexdigest()[:16]
@@ -663,8 +667,15 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     async def type(self, context: BetaToolsetCallContext, input: BetaBrowserTypeInput) -> str | None:
         page = await self._page(input.tab_id)
-        await page.keyboard.type(input.text)
+        await page.keyboard.type(self._with_secrets(input.text))
         return None
+
+    def _with_secrets(self, text: str) -> str:
+        """What to type for text the agent wrote: its {{secret:NAME}} placeholders replaced by the run's values."""
+        try:
+            return substitute(text, self.secrets)
+        except UnknownSecret as error:
+            raise ToolError(str(error)) from None
 
     async def key(self, context: BetaToolsetCallContext, input: BetaBrowserKeyInput) -> str | None:
         page = await self._page(input.tab_id)
@@ -691,7 +702,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             except PlaywrightError:
                 await locator.select_option(label=text)
         else:
-            await locator.fill(value_text(value))
+            await locator.fill(self._with_secrets(value_text(value)))
         return None
 
     async def scroll(self, context: BetaToolsetCallContext, input: BetaBrowserScrollInput) -> str | None:

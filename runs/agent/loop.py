@@ -16,6 +16,7 @@ from runs import lifecycle
 from runs.events import emit
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
+from runs.secrets import mask, prompt_section
 
 from . import notices, prompts
 from .model import ModelUnavailable, create_message
@@ -277,7 +278,11 @@ class AgentLoop:
         async def build(storage_state):
             context = await self.host.new_context(storage_state=storage_state)
             toolset = PlaywrightBrowserToolset(
-                context=context, on_screenshot=store, network_guard=guard, allow_javascript=run.allow_javascript
+                context=context,
+                on_screenshot=store,
+                network_guard=guard,
+                allow_javascript=run.allow_javascript,
+                secrets=run.secrets,
             )
             await toolset.install_guard()
             return toolset
@@ -323,7 +328,8 @@ class AgentLoop:
         self.final_view_fresh = False
         if block.get("is_error") and not self.host.is_connected:
             raise BrowserCrashed(f"The browser crashed or disconnected during a {use.name} action.")
-        return block, self.toolset.last_screenshot_url
+        # A page may echo a secret the agent typed: the model sees the placeholder again.
+        return mask(block, self.run.secrets), self.toolset.last_screenshot_url
 
     def observe(self, screenshot: bool) -> tuple[str | None, str | None]:
         """After an action turn: the page's fingerprint (stagnation notices) and a viewport image for the live view."""
@@ -361,6 +367,7 @@ class AgentLoop:
             log.info("run %s: no final view: %s", self.run.public_id, first_line(error))
             return self.final_view
         png = view.pop("screenshot_png", None)
+        view = mask(view, self.run.secrets)  # the judge and the grader read it
         view["screenshot_url"] = save_screenshot(self.run.public_id, png) if png else None
         self.final_view = view
         self.final_view_fresh = True
@@ -409,7 +416,11 @@ class AgentLoop:
             "model": self.run.model,
             "max_tokens": settings.MODEL_MAX_TOKENS,
             "system": [
-                {"type": "text", "text": prompts.system_prompt(self.schema is not None), "cache_control": EPHEMERAL}
+                {
+                    "type": "text",
+                    "text": prompts.system_prompt(self.schema is not None) + prompt_section(self.run.secrets),
+                    "cache_control": EPHEMERAL,
+                }
             ],
             "tools": [self.toolset.to_dict(), prompts.done_tool(self.schema)],
             "messages": self.messages,
