@@ -1,5 +1,6 @@
 # Pilothouse: `make run` starts the whole platform with embedded defaults; `make test` runs every check.
-PYTHON ?= $(shell command -v python3.12 || command -v python3.11 || command -v python3)
+# The first Python >= 3.11 that really runs (a pyenv shim for a version not selected exists but fails).
+PYTHON ?= $(shell for p in python3.12 python3.11 python3; do $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 
