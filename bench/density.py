@@ -32,6 +32,7 @@ class MemorySampler:
         self.interval = interval
         self.peak_kib = 0
         self.peak_pss_kib = 0
+        self.peak_by_kind: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -48,7 +49,13 @@ class MemorySampler:
         while not self._stop.is_set():
             pids = self.pids()
             self.peak_kib = max(self.peak_kib, sum(rss_kib(pid) for pid in pids))
-            self.peak_pss_kib = max(self.peak_pss_kib, sum(pss_kib(pid) for pid in pids))
+            by_kind: dict[str, int] = {}
+            for pid in pids:
+                kind = process_kind(pid)
+                by_kind[kind] = by_kind.get(kind, 0) + pss_kib(pid)
+            total = sum(by_kind.values())
+            if total > self.peak_pss_kib:
+                self.peak_pss_kib, self.peak_by_kind = total, by_kind
             self._stop.wait(self.interval)
 
     def __enter__(self) -> MemorySampler:
@@ -99,6 +106,7 @@ def run_level(site: str, concurrency: int, turns: int, stub_pid: int) -> dict:
         "turns_per_second": model_turns / elapsed,
         "peak_mib": sampler.peak_kib / 1024,
         "peak_pss_mib": sampler.peak_pss_kib / 1024,
+        "by_kind": {kind: kib / 1024 for kind, kib in sampler.peak_by_kind.items()},
         "errors": errors,
         "statuses": statuses,
     }
@@ -162,6 +170,14 @@ def main() -> None:
             rows,
         )
     )
+    kinds = sorted({kind for result in results for kind in result["by_kind"]})
+    print("\nPSS at the peak by process kind (MiB):\n")
+    print(
+        table(
+            ["concurrent runs", *kinds],
+            [[result["concurrency"], *(result["by_kind"].get(kind, 0.0) for kind in kinds)] for result in results],
+        )
+    )
     for result in results:
         for error in result["errors"][:5]:
             print(f"  {result['concurrency']} concurrent: {error}")
@@ -173,6 +189,20 @@ def main() -> None:
         f"\n{top['concurrency']} concurrent runs: {per_run:.1f} MiB (PSS) per added run, {len(top['errors'])} errors "
         f"(target < {TARGET_MB_PER_RUN:.0f} MB per added run, no errors: {verdict})"
     )
+
+
+def process_kind(pid: int) -> str:
+    """python (this process), playwright driver, or chromium by its --type (renderer, gpu, utility, browser)."""
+    if pid == os.getpid():
+        return "python (loop)"
+    # Chromium rewrites its argv into one space-separated string; other processes keep NUL separators
+    command = _cmdline(pid).replace(b"\0", b" ").split()
+    if any(b"playwright" in part and b"node" in part for part in command[:1]):
+        return "playwright driver"
+    for part in command:
+        if part.startswith(b"--type="):
+            return "chromium " + part[7:].decode(errors="replace")
+    return "chromium browser" if command and b"chrom" in command[0] else "other"
 
 
 def _cmdline(pid: int) -> bytes:
