@@ -4,7 +4,7 @@ PYTHON ?= $(shell for p in python3.12 python3.11 python3; do $$p -c 'import sys;
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint screenshots clean
+.PHONY: run test lint screenshots bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,19 @@ lint: $(VENV)/.installed-test
 
 screenshots: $(VENV)/.installed-test
 	$(BIN)/python scripts/screenshots.py
+
+# Benchmarks measure the platform's own cost on PostgreSQL + Redis; docs/benchmarks.md holds the results.
+bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench
+bench: export REDIS_URL ?= redis://127.0.0.1:6379/8
+bench: $(VENV)/.installed-test
+	-createdb -h 127.0.0.1 -U postgres bench 2>/dev/null
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python bench/token_economy.py
+	$(BIN)/python bench/turn_overhead.py
+	$(BIN)/python bench/density.py
+	$(BIN)/python bench/live_latency.py
+	$(BIN)/python bench/seed_scale.py
+	$(BIN)/python bench/data_scale.py
 
 clean:
 	rm -rf $(VENV) var/staticfiles .pytest_cache .ruff_cache
