@@ -1,5 +1,6 @@
 """The Anthropic client every model request goes through, and the one place a request's usage is recorded."""
 
+import functools
 import logging
 
 import anthropic
@@ -16,15 +17,26 @@ class ModelUnavailable(Exception):
 
 
 def client() -> anthropic.Anthropic:
-    """A client with deliberate retries (429, 5xx, 529 and connection errors, with the SDK's backoff) and timeout."""
-    options = {
-        "max_retries": settings.MODEL_MAX_RETRIES,
-        "timeout": anthropic.Timeout(settings.MODEL_TIMEOUT_SECONDS, connect=10.0),
-    }
-    if settings.ANTHROPIC_BASE_URL:
-        options["base_url"] = settings.ANTHROPIC_BASE_URL
-    if settings.ANTHROPIC_API_KEY:
-        options["api_key"] = settings.ANTHROPIC_API_KEY
+    """A client with deliberate retries (429, 5xx, 529 and connection errors, with the SDK's backoff) and timeout.
+
+    One per process and configuration: building one loads the CA bundle (~150 ms), and the SDK's client is safe to
+    share between the worker's threads.
+    """
+    return _client_for(
+        settings.ANTHROPIC_BASE_URL,
+        settings.ANTHROPIC_API_KEY,
+        settings.MODEL_MAX_RETRIES,
+        settings.MODEL_TIMEOUT_SECONDS,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _client_for(base_url: str, api_key: str, max_retries: int, timeout_seconds: int) -> anthropic.Anthropic:
+    options = {"max_retries": max_retries, "timeout": anthropic.Timeout(timeout_seconds, connect=10.0)}
+    if base_url:
+        options["base_url"] = base_url
+    if api_key:
+        options["api_key"] = api_key
     return anthropic.Anthropic(**options)
 
 
