@@ -176,6 +176,7 @@ class AgentLoop:
         self.iteration = 0
         self.last_done: dict | None = None
         self.final_view: dict | None = None
+        self.browser_failed = False
         self.final_view_fresh = False
         self.tracker = notices.NoticeTracker(run.max_turns)
         self.signals: dict[str, Any] = {
@@ -203,6 +204,7 @@ class AgentLoop:
         except ModelUnavailable as error:
             ending = Ending.failed(Run.ErrorCode.MODEL_ERROR, f"The model could not answer: {error}")
         except BrowserCrashed as error:
+            self.browser_failed = True
             ending = Ending.failed(Run.ErrorCode.BROWSER_ERROR, str(error))
         except Exception as error:
             ending = self.unexpected(error)
@@ -378,6 +380,12 @@ class AgentLoop:
         if self.toolset is None:
             return
         try:
+            if self.browser_failed:
+                # A hung page would hang each browser call again for its whole timeout: keep what the agent last
+                # saw, if anything, and only close the context.
+                if self.final_view is not None:
+                    emit(self.run, "agent.final_view", self.final_view)
+                return
             view = self.capture_final_view()
             if view is not None:
                 emit(self.run, "agent.final_view", view)
