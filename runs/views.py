@@ -28,6 +28,8 @@ from .models import Event, Run, Session
 from .screenshots import storage_path
 
 PAGE_SIZE = 50
+# The launch form answers a refused launch with the status the API would give it.
+LAUNCH_ERROR_STATUS = {"invalid_request": 400, "conflict": 409, "not_found": 404}
 # Event types the timeline draws in their own way; any other type is shown with its raw data.
 KNOWN_TYPES = frozenset(
     {
@@ -400,7 +402,7 @@ def run_new(request):
                 "presets": demo_tasks(request),
             },
         },
-        status=400 if error and error.type == "invalid_request" else 409 if error else 200,
+        status=LAUNCH_ERROR_STATUS.get(error.type, 400) if error else 200,
     )
 
 

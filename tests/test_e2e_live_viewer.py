@@ -257,3 +257,21 @@ def test_script_in_page_text_and_model_output_renders_as_text_everywhere(asgi_se
     assert page.evaluate("window.pwned") is None
     assert page.locator("#timeline script, #summary script").count() == 0
     page.context.close()
+
+
+def test_runs_list_rows_update_live_and_new_runs_appear(asgi_server, chromium, alice, acme):
+    run = make_run(acme, task="A row that will start")
+    page = signed_in_page(chromium, asgi_server, alice)
+    page.goto(f"{asgi_server}/")
+    expect(page.locator(f"#row-{run.public_id} .badge").first).to_have_text("queued")
+    page.wait_for_function("document.querySelector('#runs-body') && window.Pilothouse")
+    time.sleep(0.5)  # the list socket subscribes right after load
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    emit(run, "run.started", {"model": run.model, "max_turns": 30, "scripted": False})
+    expect(page.locator(f"#row-{run.public_id} .badge").first).to_have_text("running")
+    newcomer = make_run(acme, task=f"A newcomer {SCRIPT}")
+    emit(newcomer, "run.started", {"model": newcomer.model, "max_turns": 30, "scripted": False})
+    expect(page.locator(f"#row-{newcomer.public_id}")).to_contain_text(f"A newcomer {SCRIPT}")
+    assert page.locator("#runs-body tr").first.get_attribute("id") == f"row-{newcomer.public_id}"
+    assert page.evaluate("window.pwned") is None
+    page.context.close()
