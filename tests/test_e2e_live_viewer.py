@@ -81,8 +81,10 @@ def asgi_server(django_db_setup, django_db_blocker, tmp_path_factory):
     log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def chromium():
+    # Per test: Playwright's sync API keeps an event loop marked running in this thread while it is open, which
+    # would break every async test that runs after it.
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=settings.BROWSER_EXECUTABLE, args=CHROMIUM_ARGS)
         yield browser
