@@ -4,7 +4,7 @@ PYTHON ?= $(shell for p in python3.12 python3.11 python3; do $$p -c 'import sys;
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint screenshots bench clean
+.PHONY: run test check-deploy lint screenshots bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,14 @@ test: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(MAKE) --no-print-directory check-deploy
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Production settings (TLS, secure cookies, HSTS, a real secret) pass Django's deployment checklist.
+check-deploy:
+	DEBUG=false SECRET_KEY="$$($(BIN)/python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+	SECURE_COOKIES=true SECURE_SSL_REDIRECT=true SECURE_HSTS_SECONDS=31536000 ALLOWED_HOSTS=pilothouse.example.com \
+	$(BIN)/python manage.py check --deploy --fail-level WARNING
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .
