@@ -1,11 +1,12 @@
 """Writing a run's events: committed to the database first, then pushed to the run's live group."""
 
+import asyncio
 import logging
+import os
+import threading
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
 from .models import Event, Run
 from .secrets import mask
@@ -25,6 +26,14 @@ def workspace_group(workspace_id: int) -> str:
 ROW_CHANGING_TYPES = frozenset({"run.started", "run.finished", "agent.usage", "agent.tool_result", "run.judged"})
 
 
+def next_seq(run: Run) -> int:
+    """Take the run's next seq; the row lock it takes orders concurrent writers (PostgreSQL and SQLite >= 3.35)."""
+    table = connection.ops.quote_name(Run._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {table} SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq", [run.pk])  # noqa: S608  (only the table name is interpolated)
+        return cursor.fetchone()[0]
+
+
 def emit(run: Run, type: str, data: dict, *, public_id: str | None = None) -> Event:
     """Append an event to the run and, once it is committed, push it to live viewers.
 
@@ -35,8 +44,7 @@ def emit(run: Run, type: str, data: dict, *, public_id: str | None = None) -> Ev
     # The run's secrets never reach the record: their values are written as placeholders.
     data = mask(data, getattr(run, "secrets", None))
     with transaction.atomic():
-        Run.objects.filter(pk=run.pk).update(last_seq=F("last_seq") + 1)
-        seq = Run.objects.filter(pk=run.pk).values_list("last_seq", flat=True).get()
+        seq = next_seq(run)
         extra = {"public_id": public_id} if public_id else {}
         event = Event.objects.create(run=run, seq=seq, type=type, payload=data, **extra)
     run.last_seq = seq
@@ -46,15 +54,56 @@ def emit(run: Run, type: str, data: dict, *, public_id: str | None = None) -> Ev
 
 def push(run: Run, event: Event) -> None:
     """Best effort: the database already holds the event, and a viewer that misses a push gets it from the backlog."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    message = {"type": "run.event", "event": event.as_dict()}
-    try:
-        async_to_sync(layer.group_send)(run_group(run.public_id), message)
-        if event.type in ROW_CHANGING_TYPES:
-            async_to_sync(layer.group_send)(
-                workspace_group(run.workspace_id), {"type": "run.changed", "run_id": run.public_id}
-            )
-    except Exception:
-        log.warning("live push of %s #%s failed; viewers will read it from the backlog", run.public_id, event.seq)
+    messages = [(run_group(run.public_id), {"type": "run.event", "event": event.as_dict()})]
+    if event.type in ROW_CHANGING_TYPES:
+        messages.append((workspace_group(run.workspace_id), {"type": "run.changed", "run_id": run.public_id}))
+    pusher.send(messages)
+
+
+class LivePusher:
+    """Sends pushes from one background event loop per process, in the order they were made.
+
+    `async_to_sync(group_send)` per event would start an event loop and a Redis connection every time (tens of
+    milliseconds of each agent turn); here the loop and the channel layer's connections stay open, and the writer
+    does not wait for Redis at all.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue | None = None
+
+    def send(self, messages: list[tuple[str, dict]]) -> None:
+        loop, queue = self._started()
+        if loop is not None:
+            loop.call_soon_threadsafe(queue.put_nowait, messages)
+
+    def _started(self) -> tuple[asyncio.AbstractEventLoop | None, asyncio.Queue | None]:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child starts its own loop
+                layer = get_channel_layer()
+                if layer is None:
+                    return None, None
+                loop = asyncio.new_event_loop()
+                queue: asyncio.Queue = asyncio.Queue()
+                threading.Thread(target=loop.run_forever, name="live-push", daemon=True).start()
+                asyncio.run_coroutine_threadsafe(self._drain(layer, queue), loop)
+                self._pid, self._loop, self._queue = os.getpid(), loop, queue
+            return self._loop, self._queue
+
+    @staticmethod
+    async def _drain(layer, queue: asyncio.Queue) -> None:
+        while True:
+            messages = await queue.get()
+            for group, message in messages:
+                try:
+                    await layer.group_send(group, message)
+                except Exception:
+                    event = message.get("event", {})
+                    log.warning(
+                        "live push to %s (seq %s) failed; viewers read it from the backlog", group, event.get("seq")
+                    )
+
+
+pusher = LivePusher()
