@@ -658,12 +658,20 @@ PAGES = {
 }
 
 
-def main() -> None:
-    FIXTURES.mkdir(exist_ok=True)
+def write_fixtures(directory: Path) -> list[Path]:
+    """Write every page into `directory`; the same bytes each time (each page's randomness is seeded by its name)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
     for name, build in PAGES.items():
-        text = build(random.Random(name))
-        (FIXTURES / name).write_text(text, encoding="utf-8")
-        print(f"{name:24} {len(text.encode()):>8,} bytes")
+        path = directory / name
+        path.write_text(build(random.Random(name)), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def main() -> None:
+    for path in write_fixtures(FIXTURES):
+        print(f"{path.name:24} {path.stat().st_size:>8,} bytes")
 
 
 if __name__ == "__main__":

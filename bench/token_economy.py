@@ -1,6 +1,6 @@
 """Token economy: what a read_page observation costs against raw HTML and a screenshot, and the prompt-cache hit ratio.
 
-Part A serves the fixture pages (bench/fixtures) from a local HTTP server and reads each through the real Playwright
+Part A builds the fixture pages (make_fixtures.py) and serves them from a local HTTP server and reads each through the real Playwright
 toolset, as the runtime does. Part B plays a scripted 20-turn run through the real runtime against the Messages wire
 server and reports the share of input tokens read from the prompt cache from turn 3 on, plus the runtime's
 cache_control breakpoints and whether each request's cached prefix is byte-stable across turns.
@@ -15,6 +15,7 @@ import argparse
 import functools
 import http.server
 import json
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from _common import Stopwatch, header, progress, stats, table
+from make_fixtures import write_fixtures
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# The pages are built by make_fixtures.py (seeded, so the same bytes every time) rather than kept in the repo.
+FIXTURES = Path(tempfile.mkdtemp(prefix="pilothouse-fixtures-"))
 CHARS_PER_TOKEN = 4
 VIEWPORT = (1280, 800)
 # Anthropic's documented estimate for an image that needs no resizing: tokens = width * height / 750.
@@ -65,7 +68,7 @@ def part_a(chromium: str, repeats: int) -> list[list[Any]]:
     from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
     from runs.agent.network_guard import NetworkGuard
 
-    pages = sorted(FIXTURES.glob("*.html"))
+    pages = sorted(write_fixtures(FIXTURES))
     host = BrowserHost(chromium)
     rows: list[list[Any]] = []
     try:
