@@ -74,7 +74,7 @@ def test_schema_lint_reports_path_and_keyword():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_launches_with_one_idempotency_key_create_one_run():
+def test_concurrent_launches_with_one_idempotency_key_create_one_run(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
     from threading import Barrier
 
@@ -84,6 +84,10 @@ def test_concurrent_launches_with_one_idempotency_key_create_one_run():
 
     acme = Workspace.objects.create(name="Acme", slug="acme")
     start = Barrier(4)
+    # The enqueue is recorded, not sent: a live session worker executing this run while the test database is
+    # flushed would deadlock the flush, and what matters here is that the run is enqueued exactly once.
+    enqueued = []
+    monkeypatch.setattr("runs.launch.enqueue", enqueued.append)
 
     def attempt(_):
         try:
@@ -96,3 +100,4 @@ def test_concurrent_launches_with_one_idempotency_key_create_one_run():
         ids = set(pool.map(attempt, range(4)))
     assert len(ids) == 1
     assert Run.objects.filter(idempotency_key="race-1").count() == 1
+    assert enqueued == [Run.objects.get(idempotency_key="race-1").pk]
