@@ -13,14 +13,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from runs.models import Event, Run
-from runs.scripted.wire import tool_use_reply
-from tests.conftest import REPO, WorkerProcess, wait_for, worker_environment
+from runs.models import Run
+from tests import runtime_support
+from tests.conftest import REPO, WorkerProcess, worker_environment
 from tests.factories import make_run
+from tests.runtime_support import browser, done, events, finished  # noqa: F401  (the fault tests' helpers too)
 
 PAGES = Path(__file__).parent / "pages"
 QUEUE = "fault-tests"
-RUN_TIMEOUT = 60
 # Recognisable values that must never leave the places they belong to.
 CANARY_ANTHROPIC_KEY = "sk-ant-api03-CANARY-anthropic-key-0123456789"
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
@@ -172,35 +172,12 @@ def _stop_worker() -> None:
 
 
 def enqueue(run: Run, queue: str = QUEUE) -> Run:
-    from runs.tasks import execute_run
-
-    execute_run.apply_async(args=[run.pk], queue=queue)
-    return run
+    """Hand a committed run to the fault tests' worker."""
+    return runtime_support.enqueue(run, queue)
 
 
 def launch(workspace, **fields) -> Run:
     return enqueue(make_run(workspace, **fields))
-
-
-def finished(run: Run, timeout: float = RUN_TIMEOUT) -> Run:
-    def ended() -> Run | None:
-        run.refresh_from_db()
-        return run if run.is_finished else None
-
-    return wait_for(ended, timeout=timeout, message=f"run {run.public_id} to finish")
-
-
-def events(run: Run, type: str | None = None) -> list[Event]:
-    queryset = Event.objects.filter(run=run).order_by("seq")
-    return list(queryset.filter(type=type) if type else queryset)
-
-
-def browser(name: str, **member_input: Any) -> dict:
-    return tool_use_reply(name, member_input, toolset_name="browser")
-
-
-def done(success: bool = True, output: str = "Finished.", **extra: Any) -> dict:
-    return tool_use_reply("done", {"success": success, "output": output, **extra})
 
 
 def dumped(value: Any) -> str:

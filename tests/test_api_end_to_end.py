@@ -2,6 +2,7 @@
 
 import pytest
 
+from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
 from tests import runtime_support
 from tests.conftest import wait_for
 from tests.judge_support import judgment_reply
@@ -11,21 +12,6 @@ site = runtime_support.site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("celery_worker", "transactional_db")]
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
-                "required": ["name", "price"],
-            },
-        }
-    },
-    "required": ["items"],
-    "additionalProperties": False,
-}
 DATA = {"items": [{"name": "Kettle", "price": 24.9}, {"name": "Toaster", "price": 39.0}]}
 
 

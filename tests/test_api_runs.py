@@ -6,26 +6,11 @@ import pytest
 from django.utils import timezone
 
 from agent_platform.models import ModelRequest
+from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
 from judge.models import Judgment, Outcome, OutcomeEvaluation
 from runs.events import emit
 from runs.models import Run, Session
 from tests.factories import make_run, make_session
-
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
-                "required": ["name", "price"],
-            },
-        }
-    },
-    "required": ["items"],
-    "additionalProperties": False,
-}
 
 
 def error_of(response, status: int, type: str) -> dict:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from agent_platform.models import ModelRequest
+from demo_site.tasks import ITEMS_SCHEMA
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
 from tests import runtime_support
@@ -17,22 +18,6 @@ runtime_worker = runtime_support.runtime_worker
 site = runtime_support.site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("runtime_worker", "transactional_db")]
-
-ITEMS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
-                "required": ["name", "price"],
-            },
-        }
-    },
-    "required": ["items"],
-    "additionalProperties": False,
-}
 
 
 def test_done_with_success_ends_the_run_succeeded_with_the_agents_output(acme, site, messages_stub):

@@ -11,6 +11,7 @@ import anthropic
 import pytest
 from anthropic.tools.browser import BetaToolsetCallContext
 
+from demo_site.tasks import ITEMS_SCHEMA
 from demo_site.views import PRODUCTS
 from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
 from runs.agent.network_guard import NetworkGuard
@@ -31,21 +32,6 @@ MODEL = "claude-sonnet-4-6"
 SHOP_TASK = "List the products on the first page of the demo shop with their prices.\nStart URL: http://127.0.0.1:8123/demo/shop/"
 CONTACT_TASK = "Send the demo shop a message through its contact form.\nStart URL: http://127.0.0.1:8123/demo/"
 
-ITEMS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
-                "required": ["name", "price"],
-            },
-        }
-    },
-    "required": ["items"],
-    "additionalProperties": False,
-}
 
 # What Chromium's document.body.innerText gives for the demo shop's first page.
 SHOP_PAGE_TEXT = """Northwind Goods
