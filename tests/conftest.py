@@ -142,20 +142,22 @@ def worker_environment(extra: dict | None = None) -> dict:
 
 
 class WorkerProcess:
-    """A `celery worker` subprocess consuming every queue, as `make run` starts it."""
+    """A `celery worker` subprocess; by default it consumes every queue, as `make run` starts it. Tests that need a
+    worker with another environment give it a queue of its own, so no other worker takes their runs."""
 
-    def __init__(self, env: dict, log_path: Path, concurrency: int = 4):
+    def __init__(self, env: dict, log_path: Path, concurrency: int = 4, queues: str = "runs,judge,default"):
         self.env = env
         self.log_path = log_path
         self.concurrency = concurrency
+        self.queues = queues
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "WorkerProcess":
         self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", "runs,judge,default",
+            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queues,
              "--pool", "threads", "--concurrency", str(self.concurrency), "--without-mingle", "--without-gossip",
-             "--loglevel", "INFO", "-n", f"tests-{os.getpid()}-{time.monotonic_ns()}@%h"],
+             "--loglevel", "INFO", "-n", f"tests-{self.queues}-{time.monotonic_ns()}@%h"],
             cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.wait_ready()

@@ -2,11 +2,7 @@
 
 import http.server
 import json
-import os
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -15,7 +11,7 @@ import pytest
 
 from runs.models import Run
 from tests import runtime_support
-from tests.conftest import REPO, WorkerProcess, worker_environment
+from tests.conftest import WorkerProcess, worker_environment
 from tests.factories import make_run
 from tests.runtime_support import browser, done, events, finished  # noqa: F401  (the fault tests' helpers too)
 
@@ -99,25 +95,6 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         )
 
 
-class FaultWorker(WorkerProcess):
-    """A worker consuming one queue only, so no other test's worker (with another environment) takes its runs."""
-
-    def __init__(self, env: dict, log_path: Path, queue: str = QUEUE, concurrency: int = 4) -> None:
-        super().__init__(env, log_path, concurrency)
-        self.queue = queue
-
-    def start(self) -> "FaultWorker":
-        self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queue,
-             "--pool", "threads", "--concurrency", str(self.concurrency), "--without-mingle", "--without-gossip",
-             "--loglevel", "INFO", "-n", f"faults-{os.getpid()}-{time.monotonic_ns()}@%h"],
-            cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        self.wait_ready()
-        return self
-
-
 _shared: dict[str, Any] = {}
 
 
@@ -153,13 +130,13 @@ def fault_worker_environment(extra: dict | None = None) -> dict:
 @pytest.fixture(scope="session")
 def fault_worker(
     request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
-) -> FaultWorker:
+) -> WorkerProcess:
     """One worker for the fault and security tests, pointed at the Messages stub."""
     if "worker" not in _shared:
         media = tmp_path_factory.mktemp("fault-media")
         with django_db_blocker.unblock():
             env = fault_worker_environment({"MEDIA_ROOT": str(media)})
-        worker = FaultWorker(env, tmp_path_factory.mktemp("fault-worker") / "worker.log").start()
+        worker = WorkerProcess(env, tmp_path_factory.mktemp("fault-worker") / "worker.log", queues=QUEUE).start()
         _shared["worker"] = worker
         request.addfinalizer(_stop_worker)
     return _shared["worker"]

@@ -2,11 +2,7 @@
 
 import functools
 import http.server
-import os
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +10,7 @@ import pytest
 
 from runs.models import Event, Run
 from runs.scripted.wire import tool_use_reply
-from tests.conftest import REPO, WorkerProcess, wait_for, worker_environment
+from tests.conftest import WorkerProcess, wait_for, worker_environment
 from tests.factories import make_run
 
 PAGES = Path(__file__).parent / "pages"
@@ -27,25 +23,6 @@ RUN_TIMEOUT = 60
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
-
-
-class RuntimeWorker(WorkerProcess):
-    """A worker process consuming one queue of the runtime tests only."""
-
-    def __init__(self, env: dict, log_path: Path, queue: str = QUEUE):
-        super().__init__(env, log_path)
-        self.queue = queue
-
-    def start(self) -> "RuntimeWorker":
-        self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queue,
-             "--pool", "threads", "--concurrency", "4", "--without-mingle", "--without-gossip",
-             "--loglevel", "INFO", "-n", f"runtime-{os.getpid()}-{time.monotonic_ns()}@%h"],
-            cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        self.wait_ready()
-        return self
 
 
 _shared: dict[str, Any] = {}
@@ -65,13 +42,13 @@ def site() -> str:
 @pytest.fixture(scope="session")
 def runtime_worker(
     request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
-) -> RuntimeWorker:
+) -> WorkerProcess:
     """One worker for every runtime test module, pointed at the Messages stub; retries kept few and fast."""
     if "worker" not in _shared:
         media = tmp_path_factory.mktemp("runtime-media")
         with django_db_blocker.unblock():
             env = worker_environment({"MODEL_MAX_RETRIES": "2", "MEDIA_ROOT": str(media)})
-        worker = RuntimeWorker(env, tmp_path_factory.mktemp("runtime-worker") / "worker.log").start()
+        worker = WorkerProcess(env, tmp_path_factory.mktemp("runtime-worker") / "worker.log", queues=QUEUE).start()
         worker.media_root = media
         _shared["worker"] = worker
         request.addfinalizer(_stop_worker)
@@ -91,7 +68,7 @@ SHORT_LIMIT_SECONDS = 10  # the setting's minimum
 @pytest.fixture(scope="session")
 def short_limit_worker(
     request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
-) -> RuntimeWorker:
+) -> WorkerProcess:
     """A second worker whose runs have the shortest wall-clock limit, and which labels its runs scripted."""
     if "short" not in _shared:
         with django_db_blocker.unblock():
@@ -103,7 +80,7 @@ def short_limit_worker(
                 }
             )
         log_path = tmp_path_factory.mktemp("runtime-worker-short") / "worker.log"
-        _shared["short"] = RuntimeWorker(env, log_path, queue=SHORT_LIMIT_QUEUE).start()
+        _shared["short"] = WorkerProcess(env, log_path, queues=SHORT_LIMIT_QUEUE).start()
         request.addfinalizer(lambda: _stop_worker("short"))
     return _shared["short"]
 

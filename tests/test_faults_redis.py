@@ -21,8 +21,9 @@ from runs.routing import websocket_urlpatterns
 from runs.scripted.wire import tool_use_reply
 from tests import fault_support
 from tests import messages_stub as stub_fixtures
+from tests.conftest import WorkerProcess
 from tests.factories import make_run
-from tests.fault_support import FaultWorker, browser, fault_worker_environment, site_url
+from tests.fault_support import browser, fault_worker_environment, site_url
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
@@ -149,7 +150,7 @@ async def test_a_redis_restart_mid_run_loses_no_event_for_a_reconnecting_viewer(
     env = await database_sync_to_async(fault_worker_environment)(
         {"REDIS_URL": private_redis.url, "MEDIA_ROOT": str(tmp_path / "media")}
     )
-    worker = FaultWorker(env, tmp_path / "worker.log", queue=QUEUE)
+    worker = WorkerProcess(env, tmp_path / "worker.log", queues=QUEUE)
     await asyncio.to_thread(worker.start)
     try:
         outage_reached, end_outage, during_outage = held(browser("get_page_text"))

@@ -15,9 +15,9 @@ from runs.models import Run
 from runs.scripted.wire import tool_use_reply
 from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.conftest import wait_for
+from tests.conftest import WorkerProcess, wait_for
 from tests.factories import make_run
-from tests.fault_support import FaultWorker, browser, enqueue, events, fault_worker_environment, site_url
+from tests.fault_support import browser, enqueue, events, fault_worker_environment, site_url
 from tests.test_runtime_failures import chromium_pids
 
 messages_stub_server = stub_fixtures.messages_stub_server
@@ -43,7 +43,7 @@ def test_a_killed_worker_fails_its_run_with_worker_lost_and_the_run_is_never_exe
     env = fault_worker_environment(
         {"RUN_STALE_AFTER_SECONDS": str(STALE_AFTER_SECONDS), "MEDIA_ROOT": str(tmp_path / "media")}
     )
-    first = FaultWorker(env, tmp_path / "first.log", queue=queue).start()
+    first = WorkerProcess(env, tmp_path / "first.log", queues=queue).start()
     thinking, release = threading.Event(), threading.Event()
 
     def slow_model(request: dict) -> dict:
@@ -89,7 +89,7 @@ def test_a_killed_worker_fails_its_run_with_worker_lost_and_the_run_is_never_exe
     # With late acknowledgement the killed worker's message is still unacknowledged in Redis and comes back.
     redeliver_unacknowledged(settings.CELERY_BROKER_URL)
     requests_so_far = len(messages_stub.requests)
-    second = FaultWorker(env, tmp_path / "second.log", queue=queue).start()
+    second = WorkerProcess(env, tmp_path / "second.log", queues=queue).start()
     try:
         wait_for(
             lambda: b"was already claimed or ended" in second.log_path.read_bytes(),
