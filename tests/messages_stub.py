@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -136,7 +137,11 @@ class MessagesStub:
             elif queue in self._fallbacks:
                 scripted = self._fallbacks[queue]
             else:
-                return WireError(500, "api_error", f"messages stub: no scripted reply left for queue {queue}")
+                # Not retryable (400): a run the test did not script for (one left over from an earlier test, say)
+                # fails at once instead of retrying into the replies the next test scripts.
+                return WireError(
+                    400, "invalid_request_error", f"messages stub: no scripted reply left for queue {queue}"
+                )
         # Callables run outside the lock: they may sleep to simulate a slow model.
         return scripted(request) if callable(scripted) else scripted
 
@@ -161,4 +166,18 @@ def messages_stub(messages_stub_server: MessagesStub) -> Iterator[MessagesStub]:
     messages_stub_server.reset()
     point_environment_at(messages_stub_server)
     yield messages_stub_server
+    wait_for_running_runs_to_end()
     messages_stub_server.reset()
+
+
+def wait_for_running_runs_to_end(timeout: float = 20) -> None:
+    """Let runs a worker still executes end (unscripted, they fail at once) before the next test scripts replies,
+    so no run of this test takes a reply meant for the next one."""
+    from runs.models import Run
+
+    deadline = time.monotonic() + timeout
+    try:
+        while Run.objects.filter(status=Run.Status.RUNNING).exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    except Exception:  # noqa: S110  (a test without database access has no runs to wait for)
+        pass

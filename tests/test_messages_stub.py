@@ -112,7 +112,7 @@ def test_bad_request_is_not_retried(messages_stub):
 
 
 def test_an_empty_queue_fails_loudly(messages_stub):
-    with pytest.raises(anthropic.InternalServerError, match="no scripted reply left for queue agent"):
+    with pytest.raises(anthropic.BadRequestError, match="no scripted reply left for queue agent"):
         client_for(messages_stub).messages.create(model=MODEL, max_tokens=100, messages=HELLO)
 
 

@@ -43,9 +43,13 @@ def _client_for(base_url: str, api_key: str, max_retries: int, timeout_seconds: 
 def describe(error: Exception) -> str:
     """A message an operator understands; never the request (it may hold page content) nor the key."""
     if isinstance(error, anthropic.APIStatusError):
-        kind = {529: "overloaded", 429: "rate limited", 500: "failing", 503: "unavailable"}.get(error.status_code, "")
+        status = error.status_code
+        kind = {529: "overloaded", 429: "rate limited", 500: "failing", 503: "unavailable"}.get(status, "")
         detail = f" ({kind})" if kind else ""
-        return f"The model API answered HTTP {error.status_code}{detail} after {settings.MODEL_MAX_RETRIES} retries."
+        # The SDK retries these; anything else (a refused request, a bad key) is answered once.
+        if status in (408, 409, 429) or status >= 500:
+            return f"The model API answered HTTP {status}{detail} after {settings.MODEL_MAX_RETRIES} retries."
+        return f"The model API refused the request with HTTP {status}; it was not retried."
     if isinstance(error, anthropic.APITimeoutError):
         return f"The model API did not answer within {settings.MODEL_TIMEOUT_SECONDS}s, retries included."
     if isinstance(error, anthropic.APIConnectionError):
