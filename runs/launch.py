@@ -132,10 +132,9 @@ def clean_output_schema(output_schema) -> dict | None:
     problems = schema_problems(output_schema)
     if problems:
         first = problems[0]
-        where = f" at {first.path}" if first.path else ""
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         detail = [{"path": p.path, "keyword": p.keyword, "message": p.message} for p in problems]
-        raise invalid("output_schema", f"{first.message}{where}{more}", detail)
+        raise invalid("output_schema", f"at {first.path}: {first.message}{more}", detail)
     return output_schema
 
 
