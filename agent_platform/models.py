@@ -7,7 +7,8 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import TruncDay
 from django.utils import timezone
 
 API_KEY_PREFIX = "ph_"
@@ -202,6 +203,9 @@ class ModelRequest(models.Model):
         indexes = [
             models.Index(fields=["workspace", "created_at"], name="modelrequest_ws_created"),
             models.Index(fields=["run", "source"], name="modelrequest_run_source"),
+            # Usage by day groups on exactly this expression (reports.usage_by): the planner counts per day from the
+            # index instead of sorting every request of the workspace.
+            models.Index(F("workspace"), TruncDay("created_at"), name="modelrequest_ws_day"),
         ]
 
     def __str__(self) -> str:

@@ -9,7 +9,7 @@ from ninja import Field, Query, Router, Schema
 
 from .api import ERROR_RESPONSES, utc_instant
 from .models import ModelRequest
-from .reports import usage_by, usage_totals
+from .reports import total_of, usage_by
 
 router = Router()
 
@@ -66,5 +66,6 @@ def usage(request: HttpRequest, filters: Query[UsageFilters]):
     if end := utc_instant(filters.to, "to"):
         requests = requests.filter(created_at__lt=end)
     # The same aggregation as the admin's billing views and the UI's usage page.
-    groups = [{"key": str(row[filters.group_by]), **usage_row(row)} for row in usage_by(requests, filters.group_by)]
-    return {"group_by": filters.group_by, "totals": usage_row(usage_totals(requests)), "groups": groups}
+    rows = usage_by(requests, filters.group_by)
+    groups = [{"key": str(row[filters.group_by]), **usage_row(row)} for row in rows]
+    return {"group_by": filters.group_by, "totals": usage_row(total_of(rows)), "groups": groups}

@@ -8,7 +8,7 @@ import pytest
 
 from agent_platform.billing import charge, cost_of, price_in_force
 from agent_platform.models import ModelRequest, Price
-from agent_platform.reports import usage_by, usage_totals
+from agent_platform.reports import total_of, usage_by, usage_totals
 from runs.usage import record_model_request
 from tests.factories import make_run
 
@@ -190,3 +190,21 @@ def test_large_costs_still_sum_to_the_last_digit(acme):
     ModelRequest.objects.bulk_create(ModelRequest(workspace=acme, source="agent", model="m", cost_usd=c) for c in costs)
     assert usage_totals(ModelRequest.objects.all())["cost_usd"] == sum(costs, Decimal(0))
     assert usage_by(ModelRequest.objects.all(), "workspace")[0]["cost_usd"] == sum(costs, Decimal(0))
+
+
+def test_totals_added_up_from_groups_equal_the_one_query_totals(acme):
+    for index, (model, source) in enumerate([("claude-sonnet-4-6", "agent"), ("claude-opus-4-6", "judge")] * 3):
+        ModelRequest.objects.create(
+            workspace=acme,
+            source=source,
+            model=model,
+            input_tokens=1000 + index,
+            output_tokens=7 * index,
+            cache_read_input_tokens=3,
+            cache_creation_input_tokens=index,
+            cost_usd=Decimal("0.00000017") * (index + 1),
+            unpriced=index % 2 == 0,
+        )
+    requests = ModelRequest.objects.for_workspace(acme)
+    for group_by in ("day", "model", "source"):
+        assert total_of(usage_by(requests, group_by)) == usage_totals(requests)
