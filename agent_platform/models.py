@@ -26,11 +26,6 @@ class Workspace(models.Model):
         return self.name
 
 
-class MembershipQuerySet(models.QuerySet):
-    def for_user(self, user) -> "MembershipQuerySet":
-        return self.filter(user=user) if user.is_authenticated else self.none()
-
-
 class Membership(models.Model):
     class Role(models.TextChoices):
         OWNER = "owner"
@@ -40,8 +35,6 @@ class Membership(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(default=timezone.now)
-
-    objects = MembershipQuerySet.as_manager()
 
     class Meta:
         ordering = ["workspace__name", "user__username"]

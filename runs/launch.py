@@ -64,14 +64,6 @@ def schema_lint(schema) -> list[dict]:
     return [{"path": p.path, "keyword": p.keyword, "message": p.message} for p in schema_problems(schema)]
 
 
-def effective_schema(session_id: str | None, workspace: Workspace) -> dict | None:
-    """The schema a follow-up in this session inherits; None for a new session or one without a schema."""
-    if not session_id:
-        return None
-    session = Session.objects.for_workspace(workspace).filter(public_id=session_id).first()
-    return session.output_schema if session else None
-
-
 # --- field checks: each returns the cleaned value or raises LaunchError naming the field ----------------------------
 
 

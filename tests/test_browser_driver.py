@@ -21,7 +21,7 @@ from anthropic.tools import ToolError
 from anthropic.tools.browser import BetaToolsetCallContext
 from anthropic.types.beta import BetaToolUseBlock
 
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset, normalize_ref, shared_host
+from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset, normalize_ref
 from runs.agent.network_guard import NetworkGuard, normalize_url
 
 pytestmark = pytest.mark.browser
@@ -534,10 +534,3 @@ def test_urls_and_refs_are_normalized_like_the_tool_describes() -> None:
         "e7",
         "f1e3",
     ]
-
-
-def test_shared_host_is_one_per_process_and_launches_lazily() -> None:
-    first = shared_host(CHROMIUM)
-
-    assert shared_host(CHROMIUM) is first
-    assert first.launch_count == 0 and not first.is_connected

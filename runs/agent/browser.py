@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import base64
 import concurrent.futures
 import contextlib
 import hashlib
 import inspect
 import logging
-import os
 import re
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
@@ -292,24 +290,6 @@ class BrowserHost:
                 self._loop.close()
 
 
-_shared_hosts: dict[int, BrowserHost] = {}
-_shared_hosts_lock = threading.Lock()
-
-
-def shared_host(executable_path: str | None = "/usr/bin/chromium") -> BrowserHost:
-    """This process's BrowserHost, created on first use and closed at exit.
-
-    Keyed by pid: a forked Celery child inherits the parent's dict but not its loop thread, so it builds its own.
-    """
-    pid = os.getpid()
-    with _shared_hosts_lock:
-        host = _shared_hosts.get(pid)
-        if host is None:
-            host = _shared_hosts[pid] = BrowserHost(executable_path)
-            atexit.register(host.close)
-        return host
-
-
 async def approve(context: BetaConfirmContext) -> bool:
     """The confirm callable used when JavaScript is enabled: the operator enabled it for the whole run."""
     return True
@@ -435,9 +415,6 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
                 del self._tabs[tab_id]
                 if self._active == tab_id:
                     self._active = next(reversed(self._tabs), None)
-
-    def _tab_id(self, page: Page) -> str:
-        return next(tab_id for tab_id, known in self._tabs.items() if known is page)
 
     async def _page(self, tab_id: str | None) -> Page:
         await self._contain()
