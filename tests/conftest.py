@@ -1,10 +1,14 @@
 """Shared fixtures: the personas every test uses, and a real Celery worker process on the test database."""
 
+import http.server
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,7 @@ from agent_platform.models import ApiKey, Membership, Workspace
 from tests.messages_stub import messages_stub, messages_stub_server  # noqa: F401  (fixtures for every test)
 
 REPO = Path(__file__).resolve().parent.parent
+PAGES = REPO / "tests" / "pages"
 
 
 @pytest.fixture
@@ -115,6 +120,37 @@ def api(acme_key) -> ApiClient:
 @pytest.fixture
 def umbrella_api(umbrella_key) -> ApiClient:
     return ApiClient(umbrella_key)
+
+
+# --- the test pages over HTTP ----------------------------------------------------------------------------------
+
+
+class PagesHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves tests/pages, plus /redirect?to=URL answering 302 to URL; logs nothing."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, directory=str(PAGES), **kwargs)
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/redirect?to="):
+            self.send_response(302)
+            self.send_header("Location", urllib.parse.unquote(self.path.split("=", 1)[1]))
+            self.end_headers()
+            return
+        super().do_GET()
+
+    def log_message(self, format: str, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def site() -> Iterator[str]:
+    """The test pages on 127.0.0.1 (a private host the workers' settings allow)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PagesHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
 
 
 # --- a real Celery worker ------------------------------------------------------------------------------------

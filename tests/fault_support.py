@@ -3,7 +3,6 @@
 import http.server
 import json
 import threading
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -11,11 +10,10 @@ import pytest
 
 from runs.models import Run
 from tests import runtime_support
-from tests.conftest import WorkerProcess, worker_environment
+from tests.conftest import PAGES, WorkerProcess, worker_environment
 from tests.factories import make_run
 from tests.runtime_support import browser, done, events, finished  # noqa: F401  (the fault tests' helpers too)
 
-PAGES = Path(__file__).parent / "pages"
 QUEUE = "fault-tests"
 # Recognisable values that must never leave the places they belong to.
 CANARY_ANTHROPIC_KEY = "sk-ant-api03-CANARY-anthropic-key-0123456789"

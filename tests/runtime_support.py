@@ -1,9 +1,5 @@
 """What the runtime tests share: a real Celery worker on a queue of its own, the test pages, and run helpers."""
 
-import functools
-import http.server
-import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,30 +9,13 @@ from runs.scripted.wire import tool_use_reply
 from tests.conftest import WorkerProcess, wait_for, worker_environment
 from tests.factories import make_run
 
-PAGES = Path(__file__).parent / "pages"
 # The runtime tests' runs go to a queue only their worker consumes, so no other test's worker (with another
 # environment) can take them.
 QUEUE = "runtime-tests"
 RUN_TIMEOUT = 60
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 _shared: dict[str, Any] = {}
-
-
-@pytest.fixture(scope="session")
-def site() -> str:
-    """The test pages over HTTP on 127.0.0.1 (a private host the worker's settings allow)."""
-    if "site" not in _shared:
-        handler = functools.partial(QuietHandler, directory=str(PAGES))
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        _shared["site"] = f"http://127.0.0.1:{server.server_port}"
-    return _shared["site"]
 
 
 @pytest.fixture(scope="session")

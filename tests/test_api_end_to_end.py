@@ -3,12 +3,9 @@
 import pytest
 
 from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
-from tests import runtime_support
 from tests.conftest import wait_for
 from tests.judge_support import judgment_reply
 from tests.runtime_support import browser, done
-
-site = runtime_support.site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("celery_worker", "transactional_db")]
 

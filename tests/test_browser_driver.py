@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import re
 import signal
 import struct
-import threading
 import time
 import urllib.parse
 import zlib
@@ -26,35 +23,8 @@ from runs.agent.network_guard import NetworkGuard, normalize_url
 
 pytestmark = pytest.mark.browser
 
-PAGES = Path(__file__).parent / "pages"
 CHROMIUM = os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium")
 LOCAL_ONLY = {"127.0.0.1"}
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves tests/pages, plus /redirect?to=URL answering 302 to URL."""
-
-    def do_GET(self) -> None:
-        if self.path.startswith("/redirect?to="):
-            self.send_response(302)
-            self.send_header("Location", urllib.parse.unquote(self.path.split("=", 1)[1]))
-            self.end_headers()
-            return
-        super().do_GET()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[str]:
-    handler = functools.partial(QuietHandler, directory=str(PAGES))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,7 @@
 """Outcome cycles and the judge through the real worker, runtime loop and Chromium: revisions, the acknowledgment
 turn, an interrupt, and judge_context never reaching the agent."""
 
-import functools
-import http.server
 import json
-import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -26,23 +21,7 @@ messages_stub = stub_fixtures.messages_stub
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-PAGES = Path(__file__).parent / "pages"
 RUBRIC = "- Names the page's heading\n- Says what the page reports"
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the stdlib's signature
-        pass
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(PAGES)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
 
 
 def navigate(url: str) -> dict:

@@ -11,7 +11,6 @@ from tests.runtime_support import browser, done, events, finished, launch
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
 runtime_worker = runtime_support.runtime_worker
-site = runtime_support.site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("runtime_worker", "transactional_db")]
 

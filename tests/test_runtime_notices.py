@@ -12,7 +12,6 @@ from tests.runtime_support import browser, done, events, finished, last_tool_res
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
 runtime_worker = runtime_support.runtime_worker
-site = runtime_support.site
 
 
 def kinds(lines: list[str]) -> list[str]:
