@@ -218,11 +218,9 @@ SCRIPTED_MODEL = envbool("SCRIPTED_MODEL", False)
 MODEL_MAX_RETRIES = envint("MODEL_MAX_RETRIES", 3, minimum=0)
 MODEL_TIMEOUT_SECONDS = envint("MODEL_TIMEOUT_SECONDS", 120, minimum=1)
 MODEL_MAX_TOKENS = envint("MODEL_MAX_TOKENS", 4096, minimum=256)
-# The judge and the outcome grader. Whether the judge sees the final viewport image follows the judge model's price
-# row (Price.supports_vision); these lists override it per model name.
+# The judge and the outcome grader. Whether the judge sees the final viewport image follows the judge model's
+# image_input capability, as the Models API reports it.
 JUDGE_MODEL = envstr("JUDGE_MODEL") or DEFAULT_MODEL
-JUDGE_VISION_MODELS = envlist("JUDGE_VISION_MODELS")
-JUDGE_NO_VISION_MODELS = envlist("JUDGE_NO_VISION_MODELS")
 
 # The browser.
 BROWSER_EXECUTABLE = envstr("BROWSER_EXECUTABLE") or _default_browser_executable()

@@ -65,6 +65,7 @@ class Run(models.Model):
         CANCELLED = "cancelled"
         TIMEOUT = "timeout"
         WORKER_LOST = "worker_lost"
+        MODEL_REFUSED = "model_refused"
 
     TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 

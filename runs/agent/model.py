@@ -57,6 +57,28 @@ def describe(error: Exception) -> str:
     return f"The model request failed: {type(error).__name__}."
 
 
+def model_profile(model: str):
+    """The model's profile as the Models API describes it, or None when it cannot be learnt."""
+    try:
+        from runs.agent.profiles import profile
+    except ImportError:  # the profiles module arrives with issue 12's other half
+        return None
+    try:
+        return profile(model)
+    except Exception:
+        log.warning("no profile for model %s", model, exc_info=True)
+        return None
+
+
+def thinking_param(model_profile, mode: str) -> dict | None:
+    """The request's thinking parameter for the run's thinking mode ("" = the model's default), or None to omit it."""
+    if model_profile is None:
+        return None
+    from runs.agent.profiles import thinking_config
+
+    return thinking_config(model_profile, mode)
+
+
 def create_message(run: Run, *, source: str, **params):
     """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer."""
     try:
