@@ -177,9 +177,10 @@ class AgentLoop:
         # Registered by the app that grades outcomes: the runtime does not import it.
         self.evaluator = evaluator or evaluation.evaluator()
         self.profile = model_profile(run.model)
+        self.model_max_tokens = self.profile.max_tokens if self.profile is not None else None
         self.max_tokens = settings.MODEL_MAX_TOKENS
-        if self.profile is not None:
-            self.max_tokens = min(self.max_tokens, self.profile.max_tokens)
+        if self.model_max_tokens is not None:
+            self.max_tokens = min(self.max_tokens, self.model_max_tokens)
         self.truncations = 0
         self.pauses = 0
         self.nudged_empty = False
@@ -457,12 +458,11 @@ class AgentLoop:
             "tools": [self.toolset.to_dict(), prompts.done_tool(self.schema)],
             "messages": self.messages,
         }
-        thinking = thinking_param(self.profile, getattr(self.run, "thinking", ""))
+        thinking = thinking_param(self.profile, self.run.thinking)
         if thinking is not None:
             params["thinking"] = thinking
-        effort = getattr(self.run, "effort", "")
-        if effort:  # "" leaves the model's own default effort
-            params["output_config"] = {"effort": effort}
+        if self.run.effort:  # "" leaves the model's own default effort
+            params["output_config"] = {"effort": self.run.effort}
         return params
 
     def converse(self) -> Ending:
@@ -540,8 +540,8 @@ class AgentLoop:
         if self.acknowledging:
             return self.acknowledged([])
         limit = self.max_tokens
-        if self.profile is not None:
-            self.max_tokens = min(self.max_tokens * 2, self.profile.max_tokens)
+        if self.model_max_tokens is not None:
+            self.max_tokens = min(self.max_tokens * 2, self.model_max_tokens)
         results = []
         for use in uses:
             self.emit_tool_use(use)

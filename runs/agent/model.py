@@ -58,25 +58,22 @@ def describe(error: Exception) -> str:
 
 
 def model_profile(model: str):
-    """The model's profile as the Models API describes it, or None when it cannot be learnt."""
+    """The model's profile (runs.agent.profiles.ModelProfile) as the Models API describes it, or None when it cannot
+    be learnt (the request itself then says what is wrong with the model)."""
+    from . import profiles  # it builds its lookups on this module's client
+
     try:
-        from runs.agent.profiles import profile
-    except ImportError:  # the profiles module arrives with issue 12's other half
-        return None
-    try:
-        return profile(model)
-    except Exception:
-        log.warning("no profile for model %s", model, exc_info=True)
+        return profiles.profile(model)
+    except (profiles.UnknownModel, profiles.ProfilesUnavailable) as error:
+        log.warning("no profile for model %s: %s", model, error)
         return None
 
 
-def thinking_param(model_profile, mode: str) -> dict | None:
+def thinking_param(profile, mode: str) -> dict | None:
     """The request's thinking parameter for the run's thinking mode ("" = the model's default), or None to omit it."""
-    if model_profile is None:
-        return None
-    from runs.agent.profiles import thinking_config
+    from . import profiles
 
-    return thinking_config(model_profile, mode)
+    return None if profile is None else profiles.thinking_config(profile, mode)
 
 
 def create_message(run: Run, *, source: str, **params):

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0002_run_secrets'),
+        ('runs', '0003_i12_run_effort_thinking'),
     ]
 
     operations = [
