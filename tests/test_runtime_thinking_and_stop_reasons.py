@@ -131,3 +131,29 @@ def test_empty_replies_bring_the_verdict_turn_then_end_the_run_agent_incomplete(
     assert run.signals["verdict_followed"] is False
     assert len(messages_stub.requests) == 3
     assert "verdict turn" in messages_stub.requests[2]["messages"][-1]["content"][0]["text"]
+
+
+def test_a_paused_turn_is_sent_back_as_it_is_for_the_model_to_continue(acme, site, messages_stub):
+    messages_stub.agent(
+        text_reply("Let me look at the shop first.", stop_reason="pause_turn"),
+        done(True, "Three products."),
+    )
+    run = launch(acme, start_url=f"{site}/runtime_shop.html", model=SONNET_5_5)
+
+    run = finished(run)
+
+    assert run.status == Run.Status.SUCCEEDED
+    continued = messages_stub.requests[1]["messages"][-1]
+    assert continued == {"role": "assistant", "content": [{"type": "text", "text": "Let me look at the shop first."}]}
+    assert run.signals["verdict_turn"] == "none"
+
+
+def test_a_conversation_past_the_context_window_ends_the_run_with_a_clear_message(acme, site, messages_stub):
+    messages_stub.agent(browser("get_page_text"), text_reply("", stop_reason="model_context_window_exceeded"))
+    run = launch(acme, start_url=f"{site}/runtime_shop.html", model=SONNET_5_5)
+
+    run = finished(run)
+
+    assert run.status == Run.Status.FAILED
+    assert run.error_code == Run.ErrorCode.MODEL_ERROR
+    assert "context window" in run.error_message
