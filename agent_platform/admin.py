@@ -61,6 +61,7 @@ class PriceAdmin(admin.ModelAdmin):
         "cache_write_1h_per_mtok",
         "cache_read_per_mtok",
         "supports_vision",
+        "min_prompt_tokens",
         "valid_from",
     ]
     list_filter = ["speed", "model"]
