@@ -10,7 +10,7 @@ from typing import Any, Literal
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
-from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
+from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, ApiError, ErrorOut, utc_instant
 from judge.models import Judgment, OutcomeEvaluation
@@ -49,6 +49,11 @@ class RunIn(Schema):
     start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
     model: StrictStr | None = Field(None, description="The model; the platform's default when omitted.")
     max_turns: StrictInt | None = Field(None, description="Action turns allowed, 1 to 200 (default 30).")
+    max_cost_usd: StrictInt | StrictFloat | StrictStr | None = Field(
+        None,
+        description="The most the run's model requests may cost, in dollars (default: the workspace's, $5 unless "
+        "changed). A request that would pass it is not sent: the agent gets its verdict turn instead.",
+    )
     output_schema: dict[str, Any] | None = Field(
         None, description="An object JSON Schema in the bounded subset (at most 8 KiB) the run's data must satisfy."
     )
@@ -136,6 +141,7 @@ class RunOut(Schema):
     model: str
     scripted: bool
     max_turns: int
+    max_cost_usd: str | None
     judge: bool
     judge_context: list[str]
     allowed_domains: list[str]
@@ -255,6 +261,7 @@ def run_out(run: Run) -> dict:
         "model": run.model,
         "scripted": run.scripted,
         "max_turns": run.max_turns,
+        "max_cost_usd": format(run.max_cost_usd.normalize(), "f") if run.max_cost_usd is not None else None,
         "judge": run.judge,
         "judge_context": run.judge_context,
         "allowed_domains": run.allowed_domains,
