@@ -20,6 +20,8 @@ PIXELS_PER_TOKEN = 750
 # An image whose size cannot be read is priced as a typical 1280x800 screenshot.
 UNKNOWN_IMAGE_TOKENS = 1_365
 MAX_IMAGES = 100
+# A model whose window the Models API does not report is assumed to have the smallest current one.
+UNKNOWN_WINDOW = 200_000
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 # The API's smallest compaction trigger, and the one it uses by default.
 COMPACTION_TRIGGER_MIN = 50_000
@@ -36,7 +38,7 @@ KEEP_TOOLS = ("done", "extract")
 class Profile(Protocol):
     """What the guard needs of a model's profile (runs.agent.profiles.ModelProfile has it)."""
 
-    max_input_tokens: int
+    max_input_tokens: int | None
     image_input: bool
     context_management: tuple[str, ...]
 
@@ -68,7 +70,7 @@ class Budget:
 
     @classmethod
     def for_profile(cls, profile: Profile, overhead: Size = Size()) -> Budget:
-        window = profile.max_input_tokens
+        window = profile.max_input_tokens or UNKNOWN_WINDOW
         # The API's tokenizer counts more than four characters a token on some text: keep a margin under the window.
         hard_tokens = int(window * 0.85) - overhead.tokens
         # Past 200K tokens a request costs more than the page texts it carries are worth, even on a 1M window.
@@ -135,7 +137,7 @@ def context_management(profile: Profile | None) -> dict[str, Any] | None:
     if profile is None:
         return None
     strategies = tuple(profile.context_management or ())
-    window = profile.max_input_tokens
+    window = profile.max_input_tokens or UNKNOWN_WINDOW
     if COMPACT in strategies:
         trigger = max(COMPACTION_TRIGGER_MIN, min(COMPACTION_TRIGGER_DEFAULT, window // 2))
         return {"edits": [{"type": COMPACT, "trigger": {"type": "input_tokens", "value": trigger}}]}
