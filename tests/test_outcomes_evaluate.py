@@ -11,7 +11,7 @@ from runs.models import Event, Run
 from runs.scripted.wire import error_reply, text_reply
 from tests import messages_stub as stub_fixtures
 from tests.judge_support import FINAL_PAGE_TEXT, evaluation_reply, finished_run, user_text
-from tests.messages_stub import GRADER_QUEUE, GRADER_TOOL
+from tests.messages_stub import GRADER_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
@@ -103,13 +103,11 @@ def test_the_grader_reads_outcome_rubric_deliverables_steps_and_final_view(model
     evaluate(run, 0, VIEW)
 
     [request] = model_in_process.requests_for(GRADER_QUEUE)
-    assert request["tool_choice"] == {"type": "tool", "name": GRADER_TOOL}
-    assert request["tools"][0]["strict"] is True
-    assert request["tools"][0]["input_schema"]["properties"]["result"]["enum"] == [
-        "satisfied",
-        "needs_revision",
-        "failed",
-    ]
+    # The grader's answer comes as structured output: no tool, nothing forced.
+    assert "tool_choice" not in request
+    assert "tools" not in request
+    schema = request["output_config"]["format"]["schema"]
+    assert schema["properties"]["result"]["enum"] == ["satisfied", "needs_revision", "failed"]
     text = user_text(request)
     for expected in ("A price list of the shop", RUBRIC, "Kettle 24.90, Toaster 39.00, Mixer 89.50", '"count": 3'):
         assert expected in text
