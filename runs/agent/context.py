@@ -33,6 +33,7 @@ SHORTENED_HEAD_CHARS = 300
 KEEP_RECENT_USER_MESSAGES = 2
 # Tools whose results are small and are the agent's own findings: never cleared.
 KEEP_TOOLS = ("done", "extract")
+EVENT_IDS_MAX = 50
 
 
 class Profile(Protocol):
@@ -41,6 +42,18 @@ class Profile(Protocol):
     max_input_tokens: int | None
     image_input: bool
     context_management: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DefaultProfile:
+    """For a model the Models API did not describe: the smallest current window, images, no server-side strategy."""
+
+    max_input_tokens: int | None = UNKNOWN_WINDOW
+    image_input: bool = True
+    context_management: tuple[str, ...] = ()
+
+
+DEFAULT_PROFILE = DefaultProfile()
 
 
 @dataclass(frozen=True)
@@ -112,7 +125,8 @@ class Dropped:
             "screenshots": len(self.screenshots),
             "page_texts": len(self.page_texts),
             "exchanges": self.exchanges,
-            "tool_use_ids": self.screenshots + self.page_texts,
+            # Which results, by tool_use id (the timeline's agent.tool_result events carry the same ids).
+            "tool_use_ids": sorted(set(self.screenshots + self.page_texts))[:EVENT_IDS_MAX],
             "tokens_saved": self.tokens_saved,
             "tokens_sent": tokens_sent,
         }

@@ -19,6 +19,8 @@ EXTRACT_TOOL = "extract"
 QUERY_MAX_CHARS = 2_000
 ANSWER_MAX_CHARS = 8_000
 EXTRACTION_MAX_TOKENS = 4_096
+# The system prompt, the question and the framing around the page, in tokens (for the cost estimate).
+PROMPT_OVERHEAD_TOKENS = 300
 
 SYSTEM_PROMPT = (
     "You read the text of one web page and answer one question about it for a browser agent. Answer only from the "
@@ -147,6 +149,17 @@ def extract(run: Run, given: dict[str, Any], page_text: str, url: str | None = N
     if len(answer) > ANSWER_MAX_CHARS:
         answer = answer[:ANSWER_MAX_CHARS] + "\n[… truncated]"
     return Extraction(answer)
+
+
+async def page_text_and_url(toolset) -> tuple[str, str | None]:
+    """The active tab's full text and its URL."""
+    text = await page_text_of(toolset)
+    try:
+        page = await toolset._page(None)  # the driver has no public accessor for the active tab
+        url = page.url
+    except Exception:
+        url = None
+    return text, url
 
 
 async def page_text_of(toolset) -> str:
