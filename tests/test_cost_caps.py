@@ -64,3 +64,20 @@ def test_the_launch_form_names_a_bad_cap(alice_client):
     assert response.status_code in (200, 400)
     assert "max_cost_usd: must be more than 0" in response.content.decode()
     assert Run.objects.count() == 0
+
+
+def test_the_run_page_shows_spend_against_the_cap_and_what_context_management_dropped(alice_client, acme):
+    from runs.events import emit
+    from tests.factories import make_run
+
+    run = make_run(acme, max_cost_usd=Decimal("0.05"), cost_usd=Decimal("0.04"))
+    emit(
+        run,
+        "context.cleared",
+        {"turn": 14, "reason": "tokens", "screenshots": 7, "page_texts": 7, "exchanges": 0, "tokens_saved": 70545},
+    )
+    page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
+    assert "$0.0400" in page and "/ $0.05" in page
+    assert 'id="cost-cap"' in page and "width: 80%" in page
+    assert "Context cleared at turn 14 · 7 screenshots, 7 page texts left what is sent · 70545 tokens saved" in page
+    assert '"max_cost_usd": "0.0500"' in page
