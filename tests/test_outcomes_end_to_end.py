@@ -181,3 +181,28 @@ def test_judge_context_reaches_the_judge_and_never_the_agent(
     assert final_view["url"].endswith("/second.html")
     assert "You reached the second page." in user_text(judge_request)
     assert Judgment.objects.get(run=run).verdict == "pass"
+
+
+def test_a_judged_run_on_sonnet_5_5_succeeds_and_is_judged_with_no_forced_tool(
+    messages_stub_server, celery_worker, messages_stub, acme, site
+):
+    messages_stub.agent(navigate(f"{site}/second.html"), done("The second page says: You reached the second page."))
+    messages_stub.judge(judgment_reply("pass", "The output quotes the second page."))
+
+    run = launch_run(
+        acme,
+        task="Open the second page and quote it.",
+        start_url=f"{site}/index.html",
+        model="claude-sonnet-5-5",
+        judge=True,
+    )
+    finished(run)
+    wait_for(lambda: Judgment.objects.filter(run=run).exists(), message="the judgment")
+
+    assert run.status == Run.Status.SUCCEEDED, run.error_message
+    assert Judgment.objects.get(run=run).verdict == "pass"
+    requests = messages_stub.requests
+    assert {request["model"] for request in requests} >= {"claude-sonnet-5-5"}
+    assert all((request.get("tool_choice") or {}).get("type") not in ("tool", "any") for request in requests)
+    [judge_request] = messages_stub.requests_for(JUDGE_QUEUE)
+    assert judge_request["output_config"]["format"]["type"] == "json_schema"

@@ -246,3 +246,25 @@ def test_the_latest_done_call_is_graded_while_the_run_is_still_going(model_in_pr
     [request] = model_in_process.requests_for(GRADER_QUEUE)
     assert "Kettle 24.90, Toaster 39.00, Mixer 89.50" in user_text(request)
     assert '"count": 3' in user_text(request)
+
+
+@pytest.mark.django_db
+def test_spans_served_by_the_events_api_carry_the_spec_fields_with_the_envelopes_id_and_time(
+    model_in_process, acme, api
+):
+    model_in_process.grader(evaluation_reply("satisfied", "All three products with prices."))
+    run, outcome = run_with_outcome(acme)
+
+    evaluate(run, 0, VIEW)
+
+    served = api.get(f"/runs/{run.public_id}/events?limit=1000").json()["events"]
+    start = next(event for event in served if event["type"] == "span.outcome_evaluation_start")
+    end = next(event for event in served if event["type"] == "span.outcome_evaluation_end")
+    for event in (start, end):
+        assert event["data"]["id"] == event["id"]
+        assert event["data"]["processed_at"] == event["processed_at"]
+    assert set(end["data"]) == END_FIELDS
+    assert end["data"]["outcome_evaluation_start_id"] == start["id"]
+    assert (end["data"]["result"], end["data"]["outcome_id"]) == ("satisfied", outcome.public_id)
+    # the websocket's backlog and live pushes serve the same dicts
+    assert Event.objects.get(public_id=end["id"]).as_dict() == end
