@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("
 
 QUEUE = "long-run-tests"
 EXTRACTION_QUEUE = "extraction"
-LONG_RUN_TIMEOUT = 300
+LONG_RUN_TIMEOUT = 900  # on a quiet machine the pair takes about two minutes
 TURNS = 150
 # A fresh worker starts its Chromium on the first run: on a loaded machine that alone can take ten seconds.
 CAP_RUN_TIMEOUT = 180
@@ -58,8 +58,11 @@ def launch(workspace, **fields) -> Run:
 
 
 def route(request: dict[str, Any]) -> str:
-    """Extraction requests carry no tools; everything else goes where the stub sends it by default."""
-    return EXTRACTION_QUEUE if not request.get("tools") else default_route(request)
+    """Extraction requests carry no tools; the agent's go to a queue per model, so two runs can go at once."""
+    if not request.get("tools"):
+        return EXTRACTION_QUEUE
+    queue = default_route(request)
+    return request.get("model", queue) if queue == "agent" else queue
 
 
 def last_user_text(request: dict[str, Any]) -> str:
@@ -140,50 +143,54 @@ def assert_totals_equal_the_rows(run: Run) -> None:
     assert run.cost_usd == sums["cost"]
 
 
-def play_long_run(acme, site, messages_stub, model: str, **reader_options) -> tuple[Run, Reader]:
-    reader = Reader(site, **reader_options)
-    messages_stub.route = route
-    messages_stub.set_fallback(reader)
-    messages_stub.set_fallback(text_reply("Item 7 at 3.10 EUR is the cheapest."), queue=EXTRACTION_QUEUE)
-    run = launch(acme, model=model, max_turns=TURNS, start_url=f"{site}/catalogue.html?page=0", max_cost_usd=None)
-    return finished(run, timeout=LONG_RUN_TIMEOUT), reader
+WINDOWS = {"claude-test-200k": None, "claude-sonnet-5-5": 60}  # model -> the turn the API compacts at, if any
 
 
-@pytest.mark.parametrize("model", ["claude-test-200k", "claude-sonnet-5-5"])
-def test_a_150_turn_run_over_40k_pages_with_a_screenshot_every_turn_ends_with_a_verdict(
-    acme, site, messages_stub, model
+def test_a_150_turn_run_over_40k_pages_with_a_screenshot_every_turn_ends_with_a_verdict_on_200k_and_1m_windows(
+    acme, site, messages_stub
 ):
-    run, reader = play_long_run(
-        acme, site, messages_stub, model, compaction_at=60 if model != "claude-test-200k" else None
-    )
+    # Both runs at once (the worker has four threads), each answered by its own scripted agent.
+    readers = {model: Reader(site, compaction_at=turn) for model, turn in WINDOWS.items()}
+    messages_stub.route = route
+    for model, reader in readers.items():
+        messages_stub.set_fallback(reader, queue=model)
+    messages_stub.set_fallback(text_reply("Item 7 at 3.10 EUR is the cheapest."), queue=EXTRACTION_QUEUE)
+    runs = {
+        model: launch(acme, model=model, max_turns=TURNS, start_url=f"{site}/catalogue.html?page=0", max_cost_usd=None)
+        for model in WINDOWS
+    }
+    for model in WINDOWS:
+        runs[model] = finished(runs[model], timeout=LONG_RUN_TIMEOUT)
 
-    assert run.status == Run.Status.SUCCEEDED, (run.error_code, run.error_message)
-    assert run.signals["turns"] == TURNS
-    assert (run.signals["verdict_turn"], run.signals["verdict_followed"]) == ("cap", True)
-    # Every request went through the strict stub, which refuses any over the window, 100 images or 32 MB (the
-    # fixture fails the test on a refusal); and none forced a tool.
-    agent_requests = messages_stub.requests_for("agent")
-    assert len(agent_requests) == TURNS + 1
-    assert all((r.get("tool_choice") or {}).get("type") not in ("tool", "any") for r in agent_requests)
-    cleared = events(run, "context.cleared")
-    assert cleared, "the client-side guard trimmed what was sent"
-    assert all(e.payload["tokens_saved"] > 0 and e.payload["turn"] > 1 for e in cleared)
-    # In large steps: a handful of cuts over 151 requests, so the prompt cache holds in between.
-    assert len(cleared) <= 30
-    rows = ModelRequest.objects.filter(run=run)
-    sources = {source: rows.filter(source=source).count() for source in ("agent", "extraction", "compaction")}
-    assert sources["agent"] == TURNS + 1
-    assert sources["extraction"] == TURNS // 10
-    if reader.compaction_at:
-        assert sources["compaction"] == 1
-        [compacted] = events(run, "context.compacted")
-        assert compacted.payload["tokens_before"] == 180_000 and compacted.payload["turn"] == 60
-    else:
-        assert sources["compaction"] == 0
-    assert_totals_equal_the_rows(run)
-    extractions = [e for e in events(run, "agent.tool_result") if e.payload["name"] == "extract"]
-    assert len(extractions) == TURNS // 10 and all(not e.payload["is_error"] for e in extractions)
-    assert extractions[0].payload["content"] == "Item 7 at 3.10 EUR is the cheapest."
+    for model, run in runs.items():
+        assert run.status == Run.Status.SUCCEEDED, (model, run.error_code, run.error_message)
+        assert run.signals["turns"] == TURNS
+        assert (run.signals["verdict_turn"], run.signals["verdict_followed"]) == ("cap", True)
+        # Every request went through the strict stub, which refuses any over the window, 100 images or 32 MB (the
+        # fixture fails the test on a refusal); and none forced a tool.
+        agent_requests = messages_stub.requests_for(model)
+        assert len(agent_requests) == TURNS + 1
+        assert all((r.get("tool_choice") or {}).get("type") not in ("tool", "any") for r in agent_requests)
+        assert all(r.get("context_management") for r in agent_requests), "the model's server-side strategy is asked"
+        cleared = events(run, "context.cleared")
+        assert cleared, "the client-side guard trimmed what was sent"
+        assert all(e.payload["tokens_saved"] > 0 and e.payload["turn"] > 1 for e in cleared)
+        # In large steps: a handful of cuts over 151 requests, so the prompt cache holds in between.
+        assert len(cleared) <= 30
+        rows = ModelRequest.objects.filter(run=run)
+        sources = {source: rows.filter(source=source).count() for source in ("agent", "extraction", "compaction")}
+        assert sources["agent"] == TURNS + 1
+        assert sources["extraction"] == TURNS // 10
+        if WINDOWS[model]:
+            assert sources["compaction"] == 1
+            [compacted] = events(run, "context.compacted")
+            assert compacted.payload["tokens_before"] == 180_000 and compacted.payload["turn"] == WINDOWS[model]
+        else:
+            assert sources["compaction"] == 0
+        assert_totals_equal_the_rows(run)
+        extractions = [e for e in events(run, "agent.tool_result") if e.payload["name"] == "extract"]
+        assert len(extractions) == TURNS // 10 and all(not e.payload["is_error"] for e in extractions)
+        assert extractions[0].payload["content"] == "Item 7 at 3.10 EUR is the cheapest."
 
 
 def cheap_reader(site: str, *, obey: bool = True):
