@@ -17,7 +17,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "created_at"]
+    list_display = ["name", "slug", "default_max_cost_usd", "monthly_cost_cap_usd", "extraction_model", "created_at"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
@@ -61,6 +61,7 @@ class PriceAdmin(admin.ModelAdmin):
         "cache_write_1h_per_mtok",
         "cache_read_per_mtok",
         "supports_vision",
+        "min_prompt_tokens",
         "valid_from",
     ]
     list_filter = ["speed", "model"]

@@ -36,18 +36,27 @@ def cost_of(
     return (total / MILLION).quantize(COST_QUANTUM, rounding=ROUND_HALF_EVEN)
 
 
-def price_in_force(model: str, speed: str, at: datetime) -> Price | None:
-    """The price of `model` at `speed` valid at `at`, or None (billed zero, flagged unpriced).
+def prompt_tokens_of(*, input_tokens: int, cache_read_input_tokens: int, cache_creation_input_tokens: int) -> int:
+    """The prompt's length as prompt-length price tiers count it: input, cache read and cache write together."""
+    return input_tokens + cache_read_input_tokens + cache_creation_input_tokens
+
+
+def price_in_force(model: str, speed: str, at: datetime, prompt_tokens: int = 0) -> Price | None:
+    """The price of `model` at `speed` valid at `at` for a prompt of `prompt_tokens`, or None (billed zero, flagged
+    unpriced).
 
     The API answers with the dated snapshot id (claude-sonnet-4-5-20250929) where a request named the alias, so
     a snapshot without a price of its own is billed at its alias's price; an exact row always wins. Fast mode
-    has its own rows and never falls back to the standard price.
+    has its own rows and never falls back to the standard price. Tiers: the rows sharing the latest `valid_from`
+    form the price in force, and of those the one with the highest `min_prompt_tokens` the prompt reaches applies.
     """
     alias = SNAPSHOT_SUFFIX.sub("", model)
     return (
-        Price.objects.filter(model__in={model, alias}, speed=speed, valid_from__lte=at)
+        Price.objects.filter(
+            model__in={model, alias}, speed=speed, valid_from__lte=at, min_prompt_tokens__lte=prompt_tokens
+        )
         .annotate(exact=Case(When(model=model, then=Value(0)), default=Value(1), output_field=IntegerField()))
-        .order_by("exact", "-valid_from")
+        .order_by("exact", "-valid_from", "-min_prompt_tokens")
         .first()
     )
 
@@ -73,8 +82,16 @@ def charge(
     cache_creation_input_tokens: int,
     one_hour_cache_write: int = 0,
 ) -> Charge:
-    """What a request made at `at` costs, with the price it was billed at (None: unknown model, billed zero)."""
-    price = price_in_force(model, speed, at)
+    """What a request made at `at` costs, with the price it was billed at (None: unknown model, billed zero).
+
+    A prompt-length tier applies to every token of the request, output included.
+    """
+    prompt = prompt_tokens_of(
+        input_tokens=input_tokens,
+        cache_read_input_tokens=cache_read_input_tokens,
+        cache_creation_input_tokens=cache_creation_input_tokens,
+    )
+    price = price_in_force(model, speed, at, prompt)
     if price is None:
         return Charge(None, Decimal(0))
     cost = cost_of(

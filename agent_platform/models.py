@@ -14,10 +14,20 @@ from django.utils import timezone
 API_KEY_PREFIX = "ph_"
 
 
+DEFAULT_MAX_COST_USD = Decimal(5)
+DEFAULT_EXTRACTION_MODEL = "claude-haiku-5-5"
+
+
 class Workspace(models.Model):
     name = models.CharField(max_length=100)
     slug = models.SlugField(max_length=100, unique=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # The cost cap a run gets when its launch names none.
+    default_max_cost_usd = models.DecimalField(max_digits=10, decimal_places=4, default=DEFAULT_MAX_COST_USD)
+    # Optional: no request is sent once the workspace's spend this calendar month (UTC) would pass it.
+    monthly_cost_cap_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    # The model the agent's extract tool reads pages with (a cheaper one than the run's, usually).
+    extraction_model = models.CharField(max_length=100, default=DEFAULT_EXTRACTION_MODEL)
 
     class Meta:
         ordering = ["name"]
@@ -134,7 +144,11 @@ class Speed(models.TextChoices):
 
 
 class Price(models.Model):
-    """What a model costs per million tokens from `valid_from` on; a later row for the same model replaces it."""
+    """What a model costs per million tokens from `valid_from` on; a later row for the same model replaces it.
+
+    A model priced by prompt length has one row per tier with the same `valid_from`: a request uses the row with
+    the highest `min_prompt_tokens` at or below its prompt (input + cache read + cache write), for every token.
+    """
 
     model = models.CharField(max_length=100)
     speed = models.CharField(max_length=10, choices=Speed.choices, default=Speed.STANDARD)
@@ -144,20 +158,30 @@ class Price(models.Model):
     cache_write_1h_per_mtok = models.DecimalField(max_digits=12, decimal_places=4)
     cache_read_per_mtok = models.DecimalField(max_digits=12, decimal_places=4)
     supports_vision = models.BooleanField(default=True)
+    min_prompt_tokens = models.PositiveIntegerField(
+        default=0, help_text="This row applies to requests whose prompt has at least this many tokens (0: all)."
+    )
     valid_from = models.DateTimeField()
 
     class Meta:
-        ordering = ["model", "speed", "-valid_from"]
+        ordering = ["model", "speed", "-valid_from", "min_prompt_tokens"]
         constraints = [
-            models.UniqueConstraint(fields=["model", "speed", "valid_from"], name="price_unique_model_speed_from")
+            models.UniqueConstraint(
+                fields=["model", "speed", "valid_from", "min_prompt_tokens"], name="price_unique_model_speed_from_tier"
+            )
         ]
 
     def __str__(self) -> str:
-        return f"{self.model} ({self.speed}) from {self.valid_from:%Y-%m-%d}"
+        tier = f", prompts from {self.min_prompt_tokens:,} tokens" if self.min_prompt_tokens else ""
+        return f"{self.model} ({self.speed}{tier}) from {self.valid_from:%Y-%m-%d}"
 
     @classmethod
-    def in_force(cls, model: str, speed: str, at) -> "Price | None":
-        return cls.objects.filter(model=model, speed=speed, valid_from__lte=at).order_by("-valid_from").first()
+    def in_force(cls, model: str, speed: str, at, prompt_tokens: int = 0) -> "Price | None":
+        return (
+            cls.objects.filter(model=model, speed=speed, valid_from__lte=at, min_prompt_tokens__lte=prompt_tokens)
+            .order_by("-valid_from", "-min_prompt_tokens")
+            .first()
+        )
 
 
 class ModelRequestQuerySet(models.QuerySet):

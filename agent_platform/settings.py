@@ -228,6 +228,9 @@ JUDGE_MODEL = envstr("JUDGE_MODEL") or DEFAULT_MODEL
 BROWSER_EXECUTABLE = envstr("BROWSER_EXECUTABLE") or _default_browser_executable()
 BROWSER_ALLOWED_PRIVATE_HOSTS = envlist("BROWSER_ALLOWED_PRIVATE_HOSTS", "127.0.0.1,localhost")
 BROWSER_ACTION_TIMEOUT_SECONDS = envint("BROWSER_ACTION_TIMEOUT_SECONDS", 30, minimum=1)
+# The agent's viewport, WIDTHxHEIGHT: what its screenshots show (long-run tests use a small one to stay light).
+BROWSER_VIEWPORT_WIDTH = envint("BROWSER_VIEWPORT_WIDTH", 1280, minimum=200)
+BROWSER_VIEWPORT_HEIGHT = envint("BROWSER_VIEWPORT_HEIGHT", 800, minimum=200)
 
 # Runs.
 RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)

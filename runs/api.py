@@ -10,7 +10,7 @@ from typing import Any, Literal
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
-from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
+from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, ApiError, ErrorOut, utc_instant
 from judge.models import Judgment, OutcomeEvaluation
@@ -63,6 +63,11 @@ class RunIn(Schema):
         "adaptive where the model supports it when omitted.",
     )
     max_turns: StrictInt | None = Field(None, description="Action turns allowed, 1 to 200 (default 30).")
+    max_cost_usd: StrictInt | StrictFloat | StrictStr | None = Field(
+        None,
+        description="The most the run's model requests may cost, in dollars (default: the workspace's, $5 unless "
+        "changed). A request that would pass it is not sent: the agent gets its verdict turn instead.",
+    )
     output_schema: dict[str, Any] | None = Field(
         None, description="An object JSON Schema in the bounded subset (at most 8 KiB) the run's data must satisfy."
     )
@@ -152,6 +157,7 @@ class RunOut(Schema):
     thinking: str = Field(description="The thinking mode asked for; empty for the default (adaptive where offered).")
     scripted: bool
     max_turns: int
+    max_cost_usd: str | None
     judge: bool
     judge_context: list[str]
     allowed_domains: list[str]
@@ -273,6 +279,7 @@ def run_out(run: Run) -> dict:
         "thinking": run.thinking,
         "scripted": run.scripted,
         "max_turns": run.max_turns,
+        "max_cost_usd": format(run.max_cost_usd.normalize(), "f") if run.max_cost_usd is not None else None,
         "judge": run.judge,
         "judge_context": run.judge_context,
         "allowed_domains": run.allowed_domains,

@@ -56,6 +56,7 @@ def launch_arguments(post: QueryDict) -> dict:
         "effort": post.get("effort", "").strip() or None,
         "thinking": post.get("thinking", "").strip() or None,
         "max_turns": _int_or_raw(post.get("max_turns", "")),
+        "max_cost_usd": post.get("max_cost_usd", "").strip() or None,
         "output_schema": output_schema,
         "judge": judge,
         "judge_context": judge_context_from(post) if judge else [],

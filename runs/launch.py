@@ -3,6 +3,7 @@
 import json
 import logging
 import re
+from decimal import Decimal, InvalidOperation
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -31,6 +32,7 @@ OUTCOME_MAX_ITERATIONS_LIMIT = 20
 ALLOWED_DOMAINS_MAX = 50
 METADATA_MAX_BYTES = 16 * 1024
 IDEMPOTENCY_KEY_MAX_CHARS = 200
+MAX_COST_USD_LIMIT = Decimal(10_000)
 MODEL_DEPRECATED_EVENT = "model.deprecated"
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,99}$")
@@ -161,6 +163,25 @@ def clean_max_turns(max_turns) -> int:
     if not 1 <= max_turns <= MAX_TURNS_LIMIT:
         raise invalid("max_turns", f"must be between 1 and {MAX_TURNS_LIMIT}")
     return max_turns
+
+
+def clean_max_cost_usd(max_cost_usd, workspace: Workspace) -> Decimal:
+    """The run's cost cap in dollars: a positive number (or decimal string) up to 4 places; the workspace's default
+    when omitted."""
+    if max_cost_usd is None or max_cost_usd == "":
+        return workspace.default_max_cost_usd
+    if isinstance(max_cost_usd, bool) or not isinstance(max_cost_usd, int | float | str | Decimal):
+        raise invalid("max_cost_usd", "must be a number of dollars such as 5 or 0.25")
+    try:
+        # str() first: a float's binary expansion must not become the cap (0.1 is 0.1, not 0.1000000000000000055…)
+        cap = Decimal(str(max_cost_usd).strip())
+    except InvalidOperation:
+        raise invalid("max_cost_usd", "must be a number of dollars such as 5 or 0.25") from None
+    if not cap.is_finite() or not Decimal(0) < cap <= MAX_COST_USD_LIMIT:
+        raise invalid("max_cost_usd", f"must be more than 0 and at most {MAX_COST_USD_LIMIT} dollars")
+    if cap != cap.quantize(Decimal("0.0001")):
+        raise invalid("max_cost_usd", "has more than 4 decimal places")
+    return cap
 
 
 def clean_output_schema(output_schema) -> dict | None:
@@ -360,6 +381,7 @@ def launch_run(
     secrets=None,
     created_by=None,
     idempotency_key=None,
+    max_cost_usd=None,
 ) -> Run:
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
@@ -383,6 +405,7 @@ def launch_run(
         "allowed_domains": clean_allowed_domains(allowed_domains),
         "metadata": clean_metadata(metadata),
         "secrets": clean_secrets(secrets),
+        "max_cost_usd": clean_max_cost_usd(max_cost_usd, workspace),
     }
     if not isinstance(judge, bool):
         raise invalid("judge", "must be true or false")

@@ -65,6 +65,7 @@ class Run(models.Model):
         CANCELLED = "cancelled"
         TIMEOUT = "timeout"
         WORKER_LOST = "worker_lost"
+        COST_LIMIT = "cost_limit"
         MODEL_REFUSED = "model_refused"
 
     TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
@@ -90,6 +91,9 @@ class Run(models.Model):
     allowed_domains = models.JSONField(default=list, blank=True)
     allow_javascript = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
+    # The most the run's model requests may cost; the launch fills it from the workspace's default. Null: no cap
+    # (runs launched before caps existed).
+    max_cost_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     # Per-run secrets {NAME: value}: typed into pages for the agent, masked in every event, never serialized, and
     # cleared when the run ends (runs.secrets).
     secrets = models.JSONField(default=dict, blank=True, editable=False)

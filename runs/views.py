@@ -293,11 +293,13 @@ def run_detail(request, run_id: str):
             "latest_screenshot": screenshots[-1] if screenshots else None,
             "turns": turns,
             "budget_percent": min(100, round(100 * turns / run.max_turns)) if run.max_turns else 0,
+            "cost_percent": min(100, round(100 * run.cost_usd / run.max_cost_usd)) if run.max_cost_usd else 0,
             "session_runs": run.session.runs.count(),
             "live_config": {
                 "socket": f"/ws/runs/{run.public_id}/",
                 "last_seq": events[-1].seq if events else 0,
                 "max_turns": run.max_turns,
+                "max_cost_usd": str(run.max_cost_usd) if run.max_cost_usd is not None else None,
                 "turns": turns,
                 "finished": run.is_finished,
                 "summary_url": reverse("runs:summary", args=[run.public_id]),

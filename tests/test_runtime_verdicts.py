@@ -57,7 +57,11 @@ def test_done_with_success_ends_the_run_succeeded_with_the_agents_output(acme, s
 
     first = messages_stub.requests[0]
     assert first["system"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert [tool.get("type", tool.get("name")) for tool in first["tools"]] == ["browser_toolset_20260801", "done"]
+    assert [tool.get("type", tool.get("name")) for tool in first["tools"]] == [
+        "browser_toolset_20260801",
+        "done",
+        "extract",
+    ]
     assert f"Start URL: {site}/runtime_shop.html" in first["messages"][0]["content"][0]["text"]
     assert "tool_choice" not in first
     second = messages_stub.requests[1]

@@ -18,7 +18,7 @@ from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secrets import mask, prompt_section
 
-from . import evaluation, notices, prompts
+from . import context, evaluation, extraction, notices, prompts, spending
 from .model import ModelUnavailable, create_message, model_profile, thinking_param
 from .schema import data_problems
 
@@ -203,6 +203,12 @@ class AgentLoop:
         self.browser_failed = False
         self.final_view_fresh = False
         self.tracker = notices.NoticeTracker(run.max_turns)
+        # What is sent of the conversation (runs.agent.context) and what the last request cost (cost caps).
+        self.context_state = context.ContextState()
+        self.result_labels: dict[str, str] = {}
+        self.last_request: spending.LastRequest | None = None
+        self.sent_tokens = 0
+        self.cache_kept = False
         self.signals: dict[str, Any] = {
             "turns": 0,
             "max_turns": run.max_turns,
@@ -302,7 +308,10 @@ class AgentLoop:
             return save_screenshot(run.public_id, png)
 
         async def build(storage_state):
-            context = await self.host.new_context(storage_state=storage_state)
+            context = await self.host.new_context(
+                storage_state=storage_state,
+                viewport=(settings.BROWSER_VIEWPORT_WIDTH, settings.BROWSER_VIEWPORT_HEIGHT),
+            )
             toolset = PlaywrightBrowserToolset(
                 context=context,
                 on_screenshot=store,
@@ -455,9 +464,10 @@ class AgentLoop:
                     "cache_control": EPHEMERAL,
                 }
             ],
-            "tools": [self.toolset.to_dict(), prompts.done_tool(self.schema)],
+            "tools": [self.toolset.to_dict(), prompts.done_tool(self.schema), extraction.extract_tool()],
             "messages": self.messages,
         }
+        self.fit_context(params)
         thinking = thinking_param(self.profile, self.run.thinking)
         if thinking is not None:
             params["thinking"] = thinking
@@ -465,15 +475,86 @@ class AgentLoop:
             params["output_config"] = {"effort": self.run.effort}
         return params
 
+    def fit_context(self, params: dict[str, Any]) -> None:
+        """Send what fits the model's limits (runs.agent.context): the stored conversation stays whole, the request
+        carries its trimmed form and the server-side context management the model offers."""
+        profile = self.profile or context.DEFAULT_PROFILE
+        overhead = context.size_of({"system": params["system"], "tools": params["tools"]})
+        prepared = context.prepare(
+            self.messages, profile, self.context_state, labels=self.result_labels, overhead=overhead
+        )
+        self.context_state = prepared.state
+        params["messages"] = prepared.messages
+        self.sent_tokens = prepared.size.tokens + overhead.tokens
+        self.cache_kept = not prepared.dropped
+        if prepared.dropped:
+            emit(self.run, "context.cleared", prepared.dropped.as_event(self.replies + 1, self.sent_tokens))
+        management = context.context_management(self.profile)
+        if management is not None:
+            params["context_management"] = management
+            params["betas"] = context.betas_for(management)
+
     def converse(self) -> Ending:
         while True:
             self.safe_point()
             lifecycle.heartbeat(self.run)
-            message = create_message(self.run, source="agent", **self.request())
+            params = self.request()
+            ending = self.within_budget()
+            if ending is not None:
+                return ending
+            message = create_message(self.run, source="agent", **params)
             self.replies += 1
+            self.after_request(message)
             ending = self.on_reply(message)
             if ending is not None:
                 return ending
+
+    def within_budget(self) -> Ending | None:
+        """Before a request: if it would cross the run's or the workspace's cost cap it is not sent; while this one
+        fits but the next would not, this one is the verdict turn (reason budget), with a notice telling the agent."""
+        room = spending.headroom(self.run)
+        if room.left is None:
+            return None
+        cost = spending.estimate(
+            self.run.model, estimated_tokens=self.sent_tokens, last=self.last_request, cache_kept=self.cache_kept
+        )
+        if not room.allows(cost):
+            return Ending.failed(
+                Run.ErrorCode.COST_LIMIT,
+                f"The next model request (about ${cost:.4f}) would cross {room.describe()}; it was not sent.",
+            )
+        pending_user = self.messages and self.messages[-1]["role"] == "user"
+        if not self.on_verdict_turn and not self.acknowledging and pending_user and not room.allows(2 * cost):
+            self.start_verdict_turn("budget")
+            self.messages[-1]["content"].append(text_block(prompts.budget_verdict_notice(room.describe())))
+            self.save_signals()
+        return None
+
+    def after_request(self, message) -> None:
+        """What the reply tells the cost estimate, and the timeline when the server compacted the conversation."""
+        usage = message.usage
+        self.last_request = spending.LastRequest(
+            prompt_tokens=spending.prompt_tokens_of(usage),
+            output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+            estimated_tokens=self.sent_tokens,
+        )
+        compacted = [block for block in message.content or [] if getattr(block, "type", "") == "compaction"]
+        if compacted:
+            iterations = [
+                item for item in (getattr(usage, "iterations", None) or []) if getattr(item, "type", "") == "compaction"
+            ]
+            before = sum(int(getattr(item, "input_tokens", 0) or 0) for item in iterations)
+            emit(
+                self.run,
+                "context.compacted",
+                {
+                    "turn": self.replies,
+                    "strategy": context.COMPACT,
+                    "tokens_before": before,
+                    "tokens_after": self.last_request.prompt_tokens,
+                    "tokens_saved": max(before - self.last_request.prompt_tokens, 0),
+                },
+            )
 
     def on_reply(self, message) -> Ending | None:
         """One reply, by its stop_reason; the assistant turn is kept exactly as received (thinking blocks and their
@@ -578,6 +659,11 @@ class AgentLoop:
                 Run.ErrorCode.AGENT_LIMIT,
                 f"The agent used its {self.run.max_turns} action turns and did not call done on its verdict turn.",
             )
+        if reason == "budget":
+            return Ending.failed(
+                Run.ErrorCode.COST_LIMIT,
+                "The run reached its cost cap and the agent did not call done on its verdict turn.",
+            )
         if reason == "failures":
             return Ending.failed(
                 Run.ErrorCode.AGENT_LIMIT,
@@ -609,7 +695,7 @@ class AgentLoop:
         )
 
     def emit_tool_result(self, use, block: dict, lines: list[str], screenshot_url: str | None) -> None:
-        emit(
+        event = emit(
             self.run,
             "agent.tool_result",
             {
@@ -623,6 +709,8 @@ class AgentLoop:
                 "turn": self.replies,
             },
         )
+        # How a placeholder names this result once it leaves what is sent: the timeline keeps it under this seq.
+        self.result_labels[use.id] = f"of event #{event.seq}, turn {self.replies}"
 
     def count_error(self, is_error: bool) -> None:
         self.consecutive_errors = self.consecutive_errors + 1 if is_error else 0
@@ -658,6 +746,10 @@ class AgentLoop:
                     halted = bool(block.get("is_error"))
                     acted = acted or (not halted and use.name not in notices.READ_ONLY_MEMBERS)
                     self.count_error(halted)
+            elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
+                block = self.extract(use)
+                actions.append((use.name, use.input))
+                self.count_error(bool(block.get("is_error")))
             else:
                 block = result_block(
                     use, f"Unknown tool {use.name!r}: use the browser tools, or done to finish.", is_error=True
@@ -719,6 +811,44 @@ class AgentLoop:
         self.save_signals()
         self.add_user(blocks)
         return None
+
+    def extract(self, use) -> dict:
+        """The extract tool: the current page's full text read by a separate model request (source extraction)
+        that returns only the answer; over the cost cap it is refused and the verdict turn comes instead."""
+        self.safe_point()
+        problem = extraction.input_problem(use.input)
+        if problem is not None:
+            return result_block(use, problem, is_error=True)
+        try:
+            text, url = self.host.run(extraction.page_text_and_url(self.toolset), timeout=self.browser_timeout())
+        except TimeoutError:
+            raise BrowserCrashed(
+                f"The browser did not give the page's text within {self.browser_timeout()} s."
+            ) from None
+        model = extraction.extraction_model(self.run)
+        room = spending.headroom(self.run)
+        if room.left is not None:
+            cost = spending.estimate(
+                model,
+                estimated_tokens=context.size_of(text).tokens + extraction.PROMPT_OVERHEAD_TOKENS,
+                last=None,
+                cache_kept=False,
+            )
+            if not room.allows(
+                cost
+                + spending.estimate(
+                    self.run.model, estimated_tokens=self.sent_tokens, last=self.last_request, cache_kept=True
+                )
+            ):
+                self.start_verdict_turn("budget")
+                return result_block(
+                    use, prompts.budget_verdict_notice(room.describe(), refused="extract"), is_error=True
+                )
+        try:
+            answer = extraction.extract(self.run, use.input, text, url)
+        except ModelUnavailable as error:
+            return result_block(use, f"The extraction request failed: {error}", is_error=True)
+        return result_block(use, answer.text, is_error=answer.is_error)
 
     def check_done(self, use) -> tuple[dict, dict | None]:
         """Validate a done call: its result block, and the accepted verdict or None."""

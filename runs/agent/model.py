@@ -83,5 +83,11 @@ def create_message(run: Run, *, source: str, **params):
     except anthropic.APIError as error:
         log.warning("model request for %s failed: %s", run.public_id, describe(error))
         raise ModelUnavailable(describe(error)) from error
-    record_model_request(run, source=source, model=message.model or params.get("model", run.model), usage=message.usage)
+    model = message.model or params.get("model", run.model)
+    record_model_request(run, source=source, model=model, usage=message.usage)
+    # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
+    # usage.iterations and left out of the top-level usage: each is a request of source compaction.
+    for iteration in getattr(message.usage, "iterations", None) or []:
+        if getattr(iteration, "type", "") == "compaction":
+            record_model_request(run, source="compaction", model=model, usage=iteration)
     return message

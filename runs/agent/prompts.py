@@ -38,6 +38,18 @@ VERDICT_NOW = (
     "This is your verdict turn: no browser actions remain. Call done now with success, output (your account of "
     "what you found or did) and, if required, data."
 )
+
+
+def budget_verdict_notice(cap: str, refused: str = "") -> str:
+    """The notice that turns the next request into the verdict turn because the next one would cross a cost cap."""
+    not_run = f"{refused} was not run: " if refused else ""
+    return (
+        f"[notice] {not_run}the run is about to reach {cap}; another request would cross it. This is your verdict "
+        "turn: no actions remain. Call done now with success, output (your account of what you found or did) and, "
+        "if required, data."
+    )
+
+
 EMPTY_REPLY = (
     "Your reply was empty. Continue the task with the browser tools, or call done(success, output) if it is "
     "complete or cannot be completed."

@@ -124,6 +124,17 @@
             " read / " + d.cache_creation_input_tokens + " write · $" + d.cost_usd + (d.unpriced ? " · unpriced" : "")
         );
         break;
+      case "context.cleared":
+        item = compact(
+          event,
+          "Context cleared at turn " + d.turn + " · " + d.screenshots + " screenshots, " + d.page_texts +
+            " page texts" + (d.exchanges ? ", " + d.exchanges + " exchanges" : "") + " left what is sent · " +
+            d.tokens_saved + " tokens saved (" + d.reason + ")"
+        );
+        break;
+      case "context.compacted":
+        item = compact(event, "Context compacted by the API at turn " + d.turn + " · " + d.tokens_saved + " tokens saved");
+        break;
       case "run.started":
         item = compact(event, "Run started · " + d.model + " · up to " + d.max_turns + " turns" + (d.scripted ? " · scripted" : ""));
         break;
@@ -185,6 +196,15 @@
     setText("usage-output", usage.output.toLocaleString("en-US"));
     setText("usage-cache", usage.cache_read.toLocaleString("en-US"));
     setText("usage-cost", usage.cost.toFixed(4));
+    var cap = document.getElementById("cost-cap");
+    var limit = parseFloat(config.max_cost_usd) || 0;
+    if (cap && limit) {
+      var percent = Math.min(100, Math.round((100 * usage.cost) / limit));
+      cap.firstElementChild.style.width = percent + "%";
+      cap.classList.toggle("warn", percent >= 75 && percent < 100);
+      cap.classList.toggle("over", percent >= 100);
+      cap.setAttribute("aria-valuenow", usage.cost.toFixed(4));
+    }
   }
 
   function selectShot(button) {

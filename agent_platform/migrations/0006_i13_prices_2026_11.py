@@ -1,0 +1,68 @@
+"""Seed the Claude 5 lineup's prices as of November 2026, each from the day it took effect; older rows stay."""
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from django.db import migrations
+
+# Haiku 5.5 bills a whole request at its long-prompt rates once the prompt (input + cache read + cache write) passes
+# 100,000 tokens: the second tier starts at 100,001.
+HAIKU_LONG_PROMPT = 100_001
+
+# (model, speed, min_prompt_tokens, valid_from, input, output, 5-minute cache write, 1-hour cache write, cache read),
+# dollars per million tokens, from the models' overview pages and the pricing page (Fable 5.1's cache read is its
+# own 0.025x; Opus 5.5's and, from 2026-10-07, Sonnet 5.5's are 0.05x). Fast mode doubles every rate, as it does for
+# Opus 5. Deprecated and legacy models keep their rows: a request made while they were served bills at their price.
+PUBLISHED = [
+    ("claude-sonnet-5", "standard", 0, "2026-06-30", "2", "10", "2.50", "4", "0.20"),
+    ("claude-opus-5", "standard", 0, "2026-07-24", "5", "25", "6.25", "10", "0.50"),
+    ("claude-opus-5", "fast", 0, "2026-07-24", "10", "50", "12.50", "20", "1"),
+    ("claude-fable-5-1", "standard", 0, "2026-09-01", "10", "50", "12.50", "20", "0.25"),
+    ("claude-opus-5-5", "standard", 0, "2026-09-22", "4", "20", "5", "8", "0.20"),
+    ("claude-opus-5-5", "fast", 0, "2026-09-22", "8", "40", "10", "16", "0.40"),
+    ("claude-sonnet-5-5", "standard", 0, "2026-09-28", "2", "10", "2.50", "4", "0.20"),
+    # The pricing page's cache-read cut for Sonnet 5.5, effective 2026-10-07; every other rate unchanged.
+    ("claude-sonnet-5-5", "standard", 0, "2026-10-07", "2", "10", "2.50", "4", "0.10"),
+    ("claude-haiku-5-5", "standard", 0, "2026-10-07", "0.10", "0.50", "0.125", "0.20", "0.01"),
+    ("claude-haiku-5-5", "standard", HAIKU_LONG_PROMPT, "2026-10-07", "0.50", "2.50", "0.625", "1", "0.05"),
+]
+
+
+def valid_from(day: str) -> datetime:
+    return datetime.fromisoformat(day).replace(tzinfo=UTC)
+
+
+def seed_prices(apps, schema_editor):
+    Price = apps.get_model("agent_platform", "Price")
+    for model, speed, tier, day, input_, output, write_5m, write_1h, read in PUBLISHED:
+        Price.objects.update_or_create(
+            model=model,
+            speed=speed,
+            valid_from=valid_from(day),
+            min_prompt_tokens=tier,
+            defaults={
+                "input_per_mtok": Decimal(input_),
+                "output_per_mtok": Decimal(output),
+                "cache_write_5m_per_mtok": Decimal(write_5m),
+                "cache_write_1h_per_mtok": Decimal(write_1h),
+                "cache_read_per_mtok": Decimal(read),
+                "supports_vision": True,
+            },
+        )
+
+
+def remove_unused_seeded_prices(apps, schema_editor):
+    Price = apps.get_model("agent_platform", "Price")
+    ModelRequest = apps.get_model("agent_platform", "ModelRequest")
+    # A price a request was billed at is part of that request's history: keep it.
+    used = ModelRequest.objects.filter(price__isnull=False).values("price_id")
+    for model, speed, tier, day, *_ in PUBLISHED:
+        Price.objects.filter(model=model, speed=speed, valid_from=valid_from(day), min_prompt_tokens=tier).exclude(
+            pk__in=used
+        ).delete()
+
+
+class Migration(migrations.Migration):
+    dependencies = [("agent_platform", "0005_i13_price_tiers")]
+
+    operations = [migrations.RunPython(seed_prices, remove_unused_seeded_prices)]

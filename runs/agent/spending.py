@@ -1,0 +1,104 @@
+"""Cost caps: what a run and its workspace may still spend, and what the next model request is estimated to cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from django.db.models import Sum
+from django.utils import timezone
+
+from agent_platform.billing import charge
+from agent_platform.models import ModelRequest, Workspace
+from runs.models import Run
+
+# Until a request has told us its output, one is assumed to write this many tokens.
+ASSUMED_OUTPUT_TOKENS = 1_000
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """Dollars left before the nearest cap, and which cap that is ("run" or "monthly"); None: no cap applies."""
+
+    left: Decimal | None
+    cap: str = ""
+    limit: Decimal | None = None
+    spent: Decimal = Decimal(0)
+
+    def allows(self, cost: Decimal) -> bool:
+        return self.left is None or cost <= self.left
+
+    def describe(self) -> str:
+        if self.cap == "monthly":
+            return f"the workspace's monthly cost cap of ${self.limit} (${self.spent:.4f} spent this month)"
+        return f"this run's cost cap of ${self.limit} (${self.spent:.4f} spent)"
+
+
+def headroom(run: Run, now: datetime | None = None) -> Headroom:
+    """What `run` may still spend: the lesser of its own cap's rest and the workspace's monthly cap's rest, read
+    from the database (the run's totals are updated as each request is recorded)."""
+    now = now or timezone.now()
+    spent, cap = Run.objects.filter(pk=run.pk).values_list("cost_usd", "max_cost_usd").get()
+    options: list[Headroom] = []
+    if cap is not None:
+        options.append(Headroom(cap - spent, "run", cap, spent))
+    monthly = Workspace.objects.filter(pk=run.workspace_id).values_list("monthly_cost_cap_usd", flat=True).get()
+    if monthly is not None:
+        # The calendar month in UTC, as billing reports it.
+        start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        month_spent = ModelRequest.objects.filter(workspace_id=run.workspace_id, created_at__gte=start).aggregate(
+            total=Sum("cost_usd")
+        )["total"] or Decimal(0)
+        options.append(Headroom(monthly - month_spent, "monthly", monthly, month_spent))
+    if not options:
+        return Headroom(None)
+    return min(options, key=lambda option: option.left)
+
+
+@dataclass(frozen=True)
+class LastRequest:
+    """What the previous agent request reported: the prompt it sent (input + cache read + cache write) and its
+    output, and how many tokens our own estimate gave that prompt."""
+
+    prompt_tokens: int
+    output_tokens: int
+    estimated_tokens: int
+
+
+def prompt_tokens_of(usage) -> int:
+    def tokens(name: str) -> int:
+        return int(getattr(usage, name, None) or 0)
+
+    return tokens("input_tokens") + tokens("cache_read_input_tokens") + tokens("cache_creation_input_tokens")
+
+
+def estimate(
+    model: str,
+    *,
+    estimated_tokens: int,
+    last: LastRequest | None,
+    cache_kept: bool,
+    speed: str = "standard",
+    at: datetime | None = None,
+) -> Decimal:
+    """The next request's cost at the price in force: the last request's prompt grown by what was added since, its
+    prefix read from the cache (unless the context was just cut, which rewrites it), the rest written to the cache,
+    and as much output as last time."""
+    at = at or timezone.now()
+    if last is None:
+        prompt, cached, output = estimated_tokens, 0, ASSUMED_OUTPUT_TOKENS
+    else:
+        prompt = max(last.prompt_tokens + estimated_tokens - last.estimated_tokens, 1)
+        cached = min(last.prompt_tokens, prompt) if cache_kept else 0
+        output = max(last.output_tokens, 1)
+    billed = charge(
+        model,
+        speed,
+        at,
+        input_tokens=0,
+        output_tokens=output,
+        cache_read_input_tokens=cached,
+        cache_creation_input_tokens=prompt - cached,
+    )
+    return billed.cost_usd
