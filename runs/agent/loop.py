@@ -278,7 +278,7 @@ class AgentLoop:
             return save_screenshot(run.public_id, png)
 
         async def build(storage_state):
-            context = await self.host.new_context(storage_state=storage_state)
+            context = await self.host.new_context(storage_state=storage_state, network_guard=guard)
             toolset = PlaywrightBrowserToolset(
                 context=context,
                 on_screenshot=store,
@@ -289,6 +289,7 @@ class AgentLoop:
             await toolset.install_guard()
             return toolset
 
+        self.guard = guard
         state = run.session.browser_state or None
         try:
             self.toolset = self.host.run(build(state), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
@@ -316,7 +317,14 @@ class AgentLoop:
                 if not self.host.is_connected:
                     raise BrowserCrashed(f"The browser crashed opening the start URL: {first_line(error)}") from error
                 problem = error_text(error)
+        self.report_blocked()
         self.add_user([text_block(prompts.task_message(run.task, run.start_url, problem))])
+
+    def report_blocked(self) -> None:
+        """Each refusal of the network policy since the last report (the route's or the egress proxy's), for the
+        operator as a `network.blocked` event."""
+        for blocked in self.guard.take_unreported():
+            emit(self.run, "network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy})
 
     def browse(self, use) -> tuple[dict, str | None]:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
@@ -328,6 +336,7 @@ class AgentLoop:
                 f"The browser did not finish a {use.name} action within {self.browser_timeout()} s."
             ) from None
         self.final_view_fresh = False
+        self.report_blocked()
         if block.get("is_error") and not self.host.is_connected:
             raise BrowserCrashed(f"The browser crashed or disconnected during a {use.name} action.")
         # A page may echo a secret the agent typed: the model sees the placeholder again.
