@@ -226,7 +226,11 @@ JUDGE_NO_VISION_MODELS = envlist("JUDGE_NO_VISION_MODELS")
 
 # The browser.
 BROWSER_EXECUTABLE = envstr("BROWSER_EXECUTABLE") or _default_browser_executable()
-BROWSER_ALLOWED_PRIVATE_HOSTS = envlist("BROWSER_ALLOWED_PRIVATE_HOSTS", "127.0.0.1,localhost")
+# The bundled demo site is served on a port of its own by `make run`; by default the agent's browser may reach that
+# port of this machine and no other (not the app, its admin or API). Entries: host, host:port, range, range:port.
+DEMO_PORT = envint("DEMO_PORT", 8001, minimum=1)
+DEMO_BASE_URL = envstr("DEMO_BASE_URL", f"http://127.0.0.1:{DEMO_PORT}/")
+BROWSER_ALLOWED_PRIVATE_HOSTS = envlist("BROWSER_ALLOWED_PRIVATE_HOSTS", f"127.0.0.1:{DEMO_PORT},localhost:{DEMO_PORT}")
 BROWSER_ACTION_TIMEOUT_SECONDS = envint("BROWSER_ACTION_TIMEOUT_SECONDS", 30, minimum=1)
 
 # Runs.

@@ -118,6 +118,8 @@ def main() -> int:
     env.setdefault("DJANGO_SETTINGS_MODULE", "agent_platform.settings")
     env.setdefault("DEBUG", "false")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault("DEMO_PORT", "8001")
+    env.setdefault("DEMO_BASE_URL", f"http://127.0.0.1:{env['DEMO_PORT']}/")
     supervisor = Supervisor()
 
     def on_signal(signum, frame):
@@ -171,9 +173,17 @@ def main() -> int:
         web = supervisor.start(
             "web", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_platform.asgi:application"], env
         )
+        # The demo site on a port of its own: the agent's default allowance is that port, not the app's origin.
+        demo = supervisor.start(
+            "demo site",
+            [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", env["DEMO_PORT"], "demo_site.server:application"],
+            env,
+        )
         wait_for_port(port, web, "the web server")
+        wait_for_port(int(env["DEMO_PORT"]), demo, "the demo site")
+        say(f"demo site at {env['DEMO_BASE_URL']}demo/")
         if env.get("SCRIPTED_MODEL") == "true":
-            subprocess.run([PYTHON, "manage.py", "seed_demo", "--base-url", url], cwd=REPO, env=env, check=False)
+            subprocess.run([PYTHON, "manage.py", "seed_demo"], cwd=REPO, env=env, check=False)
         say(f"Pilothouse is up at {url} (Ctrl-C stops everything)")
         return supervisor.watch()
     except KeyboardInterrupt:

@@ -15,6 +15,7 @@ import os
 import socketserver
 import threading
 import urllib.parse
+import wsgiref.simple_server
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from anthropic.tools import ToolError
 from anthropic.tools.browser import BetaToolsetCallContext
 
+from demo_site import server as demo_server
 from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
 from runs.agent.network_guard import NetworkGuard, address_class, parse_allowance
 
@@ -270,3 +272,42 @@ def test_allowance_entries_name_hosts_ports_and_ranges() -> None:
         )
     finally:
         host.close()
+
+
+class ThreadingWSGIServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WSGIServer):
+    daemon_threads = True
+
+
+class QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_the_default_allowance_reaches_the_demo_shop_and_not_the_app(host: BrowserHost, settings) -> None:
+    # what a default install allows: the demo site's own port on this machine, nothing else of it
+    assert settings.BROWSER_ALLOWED_PRIVATE_HOSTS == ["127.0.0.1:8001", "localhost:8001"]
+    demo = wsgiref.simple_server.make_server(
+        "127.0.0.1", 0, demo_server.wsgi_application(), server_class=ThreadingWSGIServer, handler_class=QuietHandler
+    )
+    serve(demo)
+    app = serve(Recorder(("127.0.0.1", 0), {"/admin/": (200, {}, "<title>Site administration</title>")}))
+    demo_port = demo.server_address[1]
+    defaults = [entry.replace(":8001", f":{demo_port}") for entry in settings.BROWSER_ALLOWED_PRIVATE_HOSTS]
+    toolset = toolset_for(host, NetworkGuard(allowed_private_hosts=defaults))
+    try:
+        shop = navigate(host, toolset, f"http://127.0.0.1:{demo_port}/demo/shop/")
+        with pytest.raises(ToolError, match=REFUSED) as refused:
+            navigate(host, toolset, f"http://127.0.0.1:{app.port}/admin/")
+        # the demo server itself has no admin to offer
+        demo_admin = navigate(host, toolset, f"http://localhost:{demo_port}/admin/")
+    finally:
+        host.run(toolset.close(), timeout=30)
+        demo.shutdown()
+        demo.server_close()
+        app.shutdown()
+        app.server_close()
+
+    assert "Shop, page 1 · Northwind Goods (HTTP 200)" in str(shop)
+    assert f"not on port {app.port}" in str(refused.value.content)
+    assert app.seen == []
+    assert "Not Found (HTTP 404)" in str(demo_admin)
