@@ -1,5 +1,6 @@
 """Settings for every process, read from environment variables through small helpers that fail loudly."""
 
+import base64
 import os
 import secrets
 from pathlib import Path
@@ -57,6 +58,19 @@ def _secret_key() -> str:
     return path.read_text().strip()
 
 
+def _secrets_keys() -> list[str]:
+    """SECRETS_KEY (Fernet keys, comma-separated: the first encrypts run secrets, all decrypt), or one key generated
+    once under var/ like SECRET_KEY. Machines that share a database must share these keys."""
+    if keys := envlist("SECRETS_KEY"):
+        return keys
+    path = VAR_DIR / "secrets_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
+        path.chmod(0o600)
+    return [path.read_text().strip()]
+
+
 def _default_browser_executable() -> str:
     """Playwright's own Chromium when it was installed, else Debian's."""
     cache = Path(os.environ.get("PLAYWRIGHT_BROWSERS_PATH", Path.home() / ".cache" / "ms-playwright"))
@@ -67,6 +81,7 @@ def _default_browser_executable() -> str:
 
 DEBUG = envbool("DEBUG", False)
 SECRET_KEY = _secret_key()
+SECRETS_KEYS = _secrets_keys()
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 

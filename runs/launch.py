@@ -12,6 +12,7 @@ from agent_platform.models import Workspace
 
 from .agent.schema import schema_problems, serialized_size
 from .models import Run, Session
+from .secret_box import seal
 from .secrets import secrets_problem
 
 log = logging.getLogger(__name__)
@@ -319,7 +320,7 @@ def launch_run(
         "judge_context": clean_judge_context(judge_context),
         "allowed_domains": clean_allowed_domains(allowed_domains),
         "metadata": clean_metadata(metadata),
-        "secrets": clean_secrets(secrets),
+        "secrets": seal(clean_secrets(secrets)),  # encrypted at rest; only the worker opens them
     }
     if not isinstance(judge, bool):
         raise invalid("judge", "must be true or false")

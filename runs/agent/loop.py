@@ -16,6 +16,7 @@ from runs import lifecycle
 from runs.events import emit
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
+from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
 
 from . import notices, prompts
@@ -741,6 +742,11 @@ def execute_run(run_id: int, *, worker: str) -> None:
         run.scripted = True
     if not lifecycle.mark_started(run, worker):
         log.info("execute_run: run %s was already claimed or ended", run.public_id)
+        return
+    try:
+        run.secrets = unseal(run.secrets)  # in this worker's memory only; the row keeps them sealed
+    except SecretsUnavailable as error:
+        lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
         return
     from .worker import browser_host
 
