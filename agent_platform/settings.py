@@ -3,6 +3,7 @@
 import base64
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -109,6 +110,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "channels",
+    "axes",
     "agent_platform",
     "runs",
     "judge",
@@ -123,6 +125,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires: it answers a locked-out sign-in
 ]
 
 ROOT_URLCONF = "agent_platform.urls"
@@ -206,6 +209,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one account, or from one address,
+# further attempts are refused with 429 for LOGIN_LOCKOUT_MINUTES; the admin lists lock-outs under "Axes".
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per account and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The client address is REMOTE_ADDR: a forwarded-for header is believed only behind the TLS proxy we are told of.
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if envbool("BEHIND_TLS_PROXY", False) else ("REMOTE_ADDR",)
+)
+AXES_IPWARE_PROXY_COUNT = 1 if envbool("BEHIND_TLS_PROXY", False) else None
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "runs:list"
 LOGOUT_REDIRECT_URL = "login"
