@@ -265,6 +265,8 @@ DEMO_PORT = envint("DEMO_PORT", 8001, minimum=1)
 DEMO_BASE_URL = envstr("DEMO_BASE_URL", f"http://127.0.0.1:{DEMO_PORT}/")
 BROWSER_ALLOWED_PRIVATE_HOSTS = envlist("BROWSER_ALLOWED_PRIVATE_HOSTS", f"127.0.0.1:{DEMO_PORT},localhost:{DEMO_PORT}")
 BROWSER_ACTION_TIMEOUT_SECONDS = envint("BROWSER_ACTION_TIMEOUT_SECONDS", 30, minimum=1)
+# Each worker records its Chromium processes here; a starting worker kills those of dead workers. Local to a machine.
+BROWSER_PID_DIR = Path(envstr("BROWSER_PID_DIR", str(VAR_DIR / "browsers")))
 
 # Runs.
 RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)

@@ -13,6 +13,7 @@ import os
 import re
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 from anthropic.tools import ToolError
@@ -65,6 +66,7 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from runs.agent import browser_reaper
 from runs.agent.egress_proxy import REFUSED_HEADER, EgressProxy
 from runs.agent.network_guard import BlockedRequest, NetworkGuard, normalize_url
 from runs.secrets import UnknownSecret, substitute
@@ -179,8 +181,10 @@ class BrowserHost:
         *,
         args: tuple[str, ...] = CHROMIUM_ARGS,
         headless: bool = True,
+        pid_dir: Path | None = None,
     ) -> None:
         self.executable_path = executable_path
+        self.pid_dir = pid_dir  # where this process records its browsers for a successor to clean up (browser_reaper)
         self.args = args
         self.headless = headless
         self._playwright: Playwright | None = None
@@ -243,6 +247,8 @@ class BrowserHost:
         browser.on("disconnected", self._on_disconnected)
         self._browser = browser
         self.launch_count += 1
+        if self.pid_dir is not None:
+            browser_reaper.record(self.pid_dir)
         return browser
 
     def _on_disconnected(self, browser: Browser) -> None:
@@ -307,6 +313,8 @@ class BrowserHost:
             return
         try:
             asyncio.run_coroutine_threadsafe(self._stop_playwright(), self._loop).result(timeout)
+            if self.pid_dir is not None:
+                browser_reaper.forget(self.pid_dir)
         finally:
             self._closed = True
             self._loop.call_soon_threadsafe(self._loop.stop)
