@@ -1,7 +1,9 @@
 """Settings for every process, read from environment variables through small helpers that fail loudly."""
 
+import base64
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -57,6 +59,19 @@ def _secret_key() -> str:
     return path.read_text().strip()
 
 
+def _secrets_keys() -> list[str]:
+    """SECRETS_KEY (Fernet keys, comma-separated: the first encrypts run secrets, all decrypt), or one key generated
+    once under var/ like SECRET_KEY. Machines that share a database must share these keys."""
+    if keys := envlist("SECRETS_KEY"):
+        return keys
+    path = VAR_DIR / "secrets_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(base64.urlsafe_b64encode(secrets.token_bytes(32)).decode())
+        path.chmod(0o600)
+    return [path.read_text().strip()]
+
+
 def _default_browser_executable() -> str:
     """Playwright's own Chromium when it was installed, else Debian's."""
     cache = Path(os.environ.get("PLAYWRIGHT_BROWSERS_PATH", Path.home() / ".cache" / "ms-playwright"))
@@ -67,6 +82,7 @@ def _default_browser_executable() -> str:
 
 DEBUG = envbool("DEBUG", False)
 SECRET_KEY = _secret_key()
+SECRETS_KEYS = _secrets_keys()
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 
@@ -94,6 +110,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "channels",
+    "axes",
     "agent_platform",
     "runs",
     "judge",
@@ -108,6 +125,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires: it answers a locked-out sign-in
 ]
 
 ROOT_URLCONF = "agent_platform.urls"
@@ -191,6 +209,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sign-in throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one account, or from one address,
+# further attempts are refused with 429 for LOGIN_LOCKOUT_MINUTES; the admin lists lock-outs under "Axes".
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks: per account and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The client address is REMOTE_ADDR: a forwarded-for header is believed only behind the TLS proxy we are told of.
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if envbool("BEHIND_TLS_PROXY", False) else ("REMOTE_ADDR",)
+)
+AXES_IPWARE_PROXY_COUNT = 1 if envbool("BEHIND_TLS_PROXY", False) else None
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "runs:list"
 LOGOUT_REDIRECT_URL = "login"
@@ -226,16 +259,24 @@ JUDGE_MODEL = envstr("JUDGE_MODEL") or DEFAULT_MODEL
 
 # The browser.
 BROWSER_EXECUTABLE = envstr("BROWSER_EXECUTABLE") or _default_browser_executable()
-BROWSER_ALLOWED_PRIVATE_HOSTS = envlist("BROWSER_ALLOWED_PRIVATE_HOSTS", "127.0.0.1,localhost")
+# The bundled demo site is served on a port of its own by `make run`; by default the agent's browser may reach that
+# port of this machine and no other (not the app, its admin or API). Entries: host, host:port, range, range:port.
+DEMO_PORT = envint("DEMO_PORT", 8001, minimum=1)
+DEMO_BASE_URL = envstr("DEMO_BASE_URL", f"http://127.0.0.1:{DEMO_PORT}/")
+BROWSER_ALLOWED_PRIVATE_HOSTS = envlist("BROWSER_ALLOWED_PRIVATE_HOSTS", f"127.0.0.1:{DEMO_PORT},localhost:{DEMO_PORT}")
 BROWSER_ACTION_TIMEOUT_SECONDS = envint("BROWSER_ACTION_TIMEOUT_SECONDS", 30, minimum=1)
 # The agent's viewport, WIDTHxHEIGHT: what its screenshots show (long-run tests use a small one to stay light).
 BROWSER_VIEWPORT_WIDTH = envint("BROWSER_VIEWPORT_WIDTH", 1280, minimum=200)
 BROWSER_VIEWPORT_HEIGHT = envint("BROWSER_VIEWPORT_HEIGHT", 800, minimum=200)
+# Each worker records its Chromium processes here; a starting worker kills those of dead workers. Local to a machine.
+BROWSER_PID_DIR = Path(envstr("BROWSER_PID_DIR", str(VAR_DIR / "browsers")))
 
 # Runs.
 RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)
 RUN_DEFAULT_MAX_TURNS = envint("RUN_DEFAULT_MAX_TURNS", 30, minimum=1)
 RUN_STALE_AFTER_SECONDS = envint("RUN_STALE_AFTER_SECONDS", 60, minimum=5)
+# A run queued this long without a worker claiming it is enqueued again (its message may have been lost with Redis).
+RUN_QUEUED_REDELIVER_SECONDS = envint("RUN_QUEUED_REDELIVER_SECONDS", 300, minimum=5)
 API_RATE_LIMIT_PER_MINUTE = envint("API_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 
 LOGGING = {

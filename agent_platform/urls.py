@@ -1,4 +1,4 @@
-"""Root URLs: the operator UI, the API under /api/v1, the admin, sign-in, and the bundled demo site."""
+"""Root URLs: the operator UI, the API under /api/v1, the admin and sign-in (the demo site has its own server)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -13,5 +13,4 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("demo/", include("demo_site.urls")),
 ]

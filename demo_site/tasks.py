@@ -21,7 +21,7 @@ CONTACT = "Send the demo shop's contact form asking how to return the Cedar Note
 
 
 def demo_tasks(base_url: str) -> list[dict]:
-    """Launch arguments for each demo task, with start URLs under `base_url` (the platform's own address)."""
+    """Launch arguments for each demo task, with start URLs under `base_url` (the demo site's own server)."""
     root = base_url.rstrip("/")
     return [
         {

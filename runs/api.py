@@ -356,7 +356,9 @@ def check_public_id(value: str | None, field: str) -> None:
     tags=["runs"],
     summary="Launch a run",
     description="Creates a run (and a session unless session_id names one) and queues it. A retried request "
-    "with the same Idempotency-Key returns the run the first one created, with the header Idempotent-Replayed: true.",
+    "with the same Idempotency-Key and body returns the run the first one created, with the header "
+    "Idempotent-Replayed: true; the same key with another body is 409 conflict (detail.code idempotency_key_reused). "
+    "Keys expire 24 hours after their first use.",
 )
 def create_run(
     request: HttpRequest,

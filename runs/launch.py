@@ -1,13 +1,17 @@
 """The one launch path: validate a run request, create its Session and Run in one transaction, enqueue it on commit."""
 
+import hashlib
+import hmac
 import json
 import logging
 import re
 from decimal import Decimal, InvalidOperation
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from agent_platform.models import Workspace
 
@@ -15,6 +19,7 @@ from .agent import profiles
 from .agent.schema import schema_problems, serialized_size
 from .events import emit
 from .models import Run, Session
+from .secret_box import seal
 from .secrets import secrets_problem
 
 log = logging.getLogger(__name__)
@@ -34,6 +39,7 @@ METADATA_MAX_BYTES = 16 * 1024
 IDEMPOTENCY_KEY_MAX_CHARS = 200
 MAX_COST_USD_LIMIT = Decimal(10_000)
 MODEL_DEPRECATED_EVENT = "model.deprecated"
+IDEMPOTENCY_KEY_HOURS = 24
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,99}$")
 # A DNS host name (optionally a leading "*." wildcard for subdomains); IP literals are left to the network guard.
@@ -361,6 +367,33 @@ def enqueue(run_pk: int) -> None:
         )
 
 
+def launch_fingerprint(**arguments) -> str:
+    """An HMAC (keyed, since the arguments include secrets) of a launch's arguments in canonical JSON."""
+    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hmac.new(settings.SECRET_KEY.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def idempotent_replay(workspace: Workspace, key: str, fingerprint: str) -> Run | None:
+    """The run a live key created for the same arguments; None if the key is unused or expired (then freed)."""
+    existing = Run.objects.for_workspace(workspace).filter(idempotency_key=key).first()
+    if existing is None:
+        return None
+    if existing.created_at < timezone.now() - timedelta(hours=IDEMPOTENCY_KEY_HOURS):
+        # expired: the key is free for a new launch (the unique constraint would refuse it otherwise)
+        Run.objects.filter(pk=existing.pk, idempotency_key=key).update(idempotency_key=None)
+        return None
+    if existing.idempotency_fingerprint and not hmac.compare_digest(existing.idempotency_fingerprint, fingerprint):
+        raise LaunchError(
+            "conflict",
+            f"Idempotency-Key: this key was used within the last {IDEMPOTENCY_KEY_HOURS} hours for a launch with "
+            f"other arguments (run {existing.public_id}); use a new key for a new launch.",
+            field="Idempotency-Key",
+            detail={"code": "idempotency_key_reused", "run_id": existing.public_id},
+        )
+    existing._idempotent_replay = True
+    return existing
+
+
 def launch_run(
     workspace: Workspace,
     *,
@@ -386,13 +419,20 @@ def launch_run(
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
     Raises LaunchError (invalid_request, conflict or not_found). With an idempotency_key, a retried launch in the
-    same workspace returns the run the first one created (check `run._idempotent_replay`).
+    same workspace with the same arguments returns the run the first one created (check `run._idempotent_replay`);
+    other arguments are a conflict (`idempotency_key_reused`); a key is forgotten IDEMPOTENCY_KEY_HOURS after use.
     """
     idempotency_key = clean_idempotency_key(idempotency_key)
+    fingerprint = ""
     if idempotency_key is not None:
-        existing = Run.objects.for_workspace(workspace).filter(idempotency_key=idempotency_key).first()
+        fingerprint = launch_fingerprint(
+            task=task, session_id=session_id, start_url=start_url, model=model, max_turns=max_turns,
+            output_schema=output_schema, judge=judge, judge_context=judge_context, outcome=outcome,
+            allowed_domains=allowed_domains, metadata=metadata, allow_javascript=allow_javascript, secrets=secrets,
+            effort=effort, thinking=thinking, max_cost_usd=max_cost_usd,
+        )  # fmt: skip
+        existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is not None:
-            existing._idempotent_replay = True
             return existing
 
     model = clean_model(model)
@@ -404,7 +444,7 @@ def launch_run(
         "judge_context": clean_judge_context(judge_context),
         "allowed_domains": clean_allowed_domains(allowed_domains),
         "metadata": clean_metadata(metadata),
-        "secrets": clean_secrets(secrets),
+        "secrets": seal(clean_secrets(secrets)),  # encrypted at rest; only the worker opens them
         "max_cost_usd": clean_max_cost_usd(max_cost_usd, workspace),
     }
     if not isinstance(judge, bool):
@@ -426,6 +466,7 @@ def launch_run(
                 session=session,
                 created_by=created_by,
                 idempotency_key=idempotency_key,
+                idempotency_fingerprint=fingerprint,
                 judge=judge,
                 allow_javascript=allow_javascript,
                 scripted=settings.SCRIPTED_MODEL,
@@ -442,10 +483,9 @@ def launch_run(
         # A concurrent launch with the same idempotency key won the race; its run is the answer.
         if idempotency_key is None:
             raise
-        existing = Run.objects.for_workspace(workspace).filter(idempotency_key=idempotency_key).first()
+        existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is None:
             raise
-        existing._idempotent_replay = True
         return existing
     run._idempotent_replay = False
     return run

@@ -1,4 +1,5 @@
-"""A run's state changes: started, finished, cancel requested, and failing runs whose worker was lost."""
+"""A run's state changes: started, finished, cancel requested, failing runs whose worker was lost, and enqueueing
+again runs whose message was lost."""
 
 import logging
 from datetime import timedelta
@@ -6,10 +7,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 from django.dispatch import Signal
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from .events import emit
-from .models import Run
+from .models import Event, Run
 
 log = logging.getLogger(__name__)
 
@@ -116,3 +118,23 @@ def reap_stale_runs(stale_after: timedelta | None = None) -> list[str]:
             log.warning("run %s failed: worker %s lost", run.public_id, run.worker)
             reaped.append(run.public_id)
     return reaped
+
+
+def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
+    """Enqueue again the runs queued longer than RUN_QUEUED_REDELIVER_SECONDS and not yet claimed: their message may
+    have been lost with a non-persistent Redis. Safe if it was not lost: `mark_started` claims a run once, so a second
+    message finds it claimed and does nothing. At most once per period per run, each time said in an event."""
+    from .launch import enqueue
+
+    queued_for = queued_for or timedelta(seconds=settings.RUN_QUEUED_REDELIVER_SECONDS)
+    cutoff = timezone.now() - queued_for
+    recently = Event.objects.filter(run=OuterRef("pk"), type="run.requeued", processed_at__gte=cutoff)
+    redelivered = []
+    for run in Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff).exclude(Exists(recently)):
+        waited = int((timezone.now() - run.created_at).total_seconds())
+        with transaction.atomic():
+            emit(run, "run.requeued", {"waited_seconds": waited, "reason": "not claimed by any worker"})
+            transaction.on_commit(lambda pk=run.pk: enqueue(pk))
+        log.warning("run %s was queued for %s s without a worker claiming it; enqueued again", run.public_id, waited)
+        redelivered.append(run.public_id)
+    return redelivered

@@ -75,6 +75,8 @@ class Run(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # HMAC of the launch's arguments: a key replayed with other arguments is a conflict, not a replay.
+    idempotency_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
 
     task = models.TextField()
     start_url = models.URLField(max_length=2000, blank=True)

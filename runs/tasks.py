@@ -16,4 +16,5 @@ def execute_run(self, run_id: int) -> None:
 
 @shared_task(name="runs.tasks.reap_stale_runs")
 def reap_stale_runs() -> list[str]:
-    return lifecycle.reap_stale_runs()
+    """The reaper (Celery beat, every 30 s): fails runs whose worker was lost, re-enqueues runs nobody claimed."""
+    return lifecycle.reap_stale_runs() + lifecycle.redeliver_queued_runs()

@@ -46,7 +46,7 @@ def demo_tasks(request: HttpRequest) -> list[dict]:
     from demo_site.tasks import demo_tasks as bundled
 
     presets = []
-    for demo in bundled(request.build_absolute_uri("/")):
+    for demo in bundled(settings.DEMO_BASE_URL):
         schema = demo.get("output_schema")
         presets.append({**demo, "output_schema": json.dumps(schema, indent=2) if schema else ""})
     return presets

@@ -1,7 +1,10 @@
-"""`make run`: the whole platform on one machine with embedded defaults, stopped cleanly by Ctrl-C.
+"""`make run`: the whole platform on one machine with embedded defaults, kept up when a process dies, stopped
+cleanly by Ctrl-C or SIGTERM.
 
 Starts, as children of this process: a private Redis on a Unix socket (unless REDIS_URL is set), the scripted
-demo model (unless ANTHROPIC_API_KEY is set), one Celery worker with the stale-run reaper, and the ASGI server.
+demo model (unless ANTHROPIC_API_KEY is set), one Celery worker with the stale-run reaper, the ASGI server and the
+demo site's own server. A child that exits is started again (a dead worker's runs then end `worker_lost` when the
+new worker's reaper sees them).
 """
 
 import os
@@ -78,36 +81,77 @@ def ensure_browser(env: dict) -> None:
 
 
 class Supervisor:
-    """Keeps every child in its own process group so one signal stops it and everything it spawned."""
+    """Keeps every child in its own process group, so one signal reaches it and everything it spawned, and starts
+    again a child that exits (with backoff), so one crash does not take the platform down. Only Ctrl-C or SIGTERM
+    stops it."""
+
+    BACKOFF_SECONDS = (1, 2, 5, 10, 30)
+    HEALTHY_AFTER_SECONDS = 60  # a child that ran this long starts again without waiting
 
     def __init__(self) -> None:
-        self.children: list[tuple[str, subprocess.Popen]] = []
+        self.children: list[Child] = []
 
     def start(self, name: str, args: list[str], env: dict) -> subprocess.Popen:
-        process = subprocess.Popen(args, cwd=REPO, env=env, start_new_session=True)
-        self.children.append((name, process))
-        return process
+        child = Child(name, args, env)
+        child.spawn()
+        self.children.append(child)
+        return child.process
 
     def stop_all(self) -> None:
-        for name, process in reversed(self.children):
-            if process.poll() is None:
-                say(f"stopping {name}")
-                os.killpg(process.pid, signal.SIGTERM)
+        for child in reversed(self.children):
+            if child.process.poll() is None:
+                say(f"stopping {child.name}")
+            child.signal_group(signal.SIGTERM)
         deadline = time.monotonic() + 15
-        for _name, process in reversed(self.children):
+        for child in reversed(self.children):
             try:
-                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+                child.process.wait(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+                pass
+            child.signal_group(signal.SIGKILL)  # whatever is left of its group: no orphan survives the platform
+            child.process.wait()
 
     def watch(self) -> int:
         while True:
-            for name, process in self.children:
-                if process.poll() is not None:
-                    say(f"{name} exited with code {process.returncode}; stopping the platform")
-                    return 1
+            now = time.monotonic()
+            for child in self.children:
+                if child.restart_at is None and child.process.poll() is not None:
+                    # the dead child's own children (a worker's Playwright driver, say) go with it
+                    child.signal_group(signal.SIGKILL)
+                    if now - child.started_at >= self.HEALTHY_AFTER_SECONDS:
+                        child.failures = 0
+                    delay = self.BACKOFF_SECONDS[min(child.failures, len(self.BACKOFF_SECONDS) - 1)]
+                    child.failures += 1
+                    child.restart_at = now + delay
+                    say(f"{child.name} exited with code {child.process.returncode}; restarting it in {delay} s")
+                elif child.restart_at is not None and now >= child.restart_at:
+                    child.spawn()
+                    say(f"{child.name} restarted (pid {child.process.pid})")
             time.sleep(0.5)
+
+
+class Child:
+    """One supervised process: how to start it, and its current process (the leader of its own group)."""
+
+    def __init__(self, name: str, args: list[str], env: dict) -> None:
+        self.name = name
+        self.args = args
+        self.env = env
+        self.failures = 0
+        self.restart_at: float | None = None
+        self.started_at = 0.0
+        self.process: subprocess.Popen
+
+    def spawn(self) -> None:
+        self.process = subprocess.Popen(self.args, cwd=REPO, env=self.env, start_new_session=True)
+        self.started_at = time.monotonic()
+        self.restart_at = None
+
+    def signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self.process.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is empty already
 
 
 def main() -> int:
@@ -118,6 +162,8 @@ def main() -> int:
     env.setdefault("DJANGO_SETTINGS_MODULE", "agent_platform.settings")
     env.setdefault("DEBUG", "false")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault("DEMO_PORT", "8001")
+    env.setdefault("DEMO_BASE_URL", f"http://127.0.0.1:{env['DEMO_PORT']}/")
     supervisor = Supervisor()
 
     def on_signal(signum, frame):
@@ -171,9 +217,17 @@ def main() -> int:
         web = supervisor.start(
             "web", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_platform.asgi:application"], env
         )
+        # The demo site on a port of its own: the agent's default allowance is that port, not the app's origin.
+        demo = supervisor.start(
+            "demo site",
+            [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", env["DEMO_PORT"], "demo_site.server:application"],
+            env,
+        )
         wait_for_port(port, web, "the web server")
+        wait_for_port(int(env["DEMO_PORT"]), demo, "the demo site")
+        say(f"demo site at {env['DEMO_BASE_URL']}demo/")
         if env.get("SCRIPTED_MODEL") == "true":
-            subprocess.run([PYTHON, "manage.py", "seed_demo", "--base-url", url], cwd=REPO, env=env, check=False)
+            subprocess.run([PYTHON, "manage.py", "seed_demo"], cwd=REPO, env=env, check=False)
         say(f"Pilothouse is up at {url} (Ctrl-C stops everything)")
         return supervisor.watch()
     except KeyboardInterrupt:

@@ -39,7 +39,8 @@ def make_toolset(host: BrowserHost, **kwargs: Any) -> PlaywrightBrowserToolset:
     kwargs.setdefault("network_guard", NetworkGuard(allowed_private_hosts=LOCAL_ONLY))
 
     async def build() -> PlaywrightBrowserToolset:
-        context = await host.new_context(storage_state)
+        # through the egress proxy, as the runtime opens it: every driver feature is tested behind the proxy too
+        context = await host.new_context(storage_state, network_guard=kwargs["network_guard"])
         toolset = PlaywrightBrowserToolset(context=context, **kwargs)
         await toolset.install_guard()
         return toolset

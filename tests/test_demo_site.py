@@ -8,6 +8,9 @@ from django.urls import reverse
 
 from demo_site.views import PRODUCTS, PRODUCTS_PER_PAGE
 
+# The demo site's own server (DEMO_PORT): the platform's origin no longer serves it.
+pytestmark = pytest.mark.urls("demo_site.server_urls")
+
 VALID_CONTACT = {
     "name": "Ada Lovelace",
     "email": "ada@example.com",
@@ -130,3 +133,16 @@ def test_thanks_page_without_a_form_sends_you_to_the_form(client: Client):
 
     assert response.status_code == 302
     assert response["Location"] == "/demo/contact/"
+
+
+def test_the_demo_server_serves_the_demo_and_nothing_of_the_platform():
+    from demo_site.server import wsgi_application
+
+    handler = wsgi_application()
+    environ = Client().get("/").wsgi_request.environ  # a complete WSGI environ to vary
+    statuses = {}
+    for path in ("/demo/shop/", "/admin/", "/api/v1/runs", "/login/", "/"):
+        response = handler({**environ, "PATH_INFO": path, "QUERY_STRING": ""}, lambda status, headers: None)
+        statuses[path] = response.status_code
+
+    assert statuses == {"/demo/shop/": 200, "/admin/": 404, "/api/v1/runs": 404, "/login/": 404, "/": 302}

@@ -229,7 +229,7 @@ def test_start_url_of_the_demo_root_leads_to_the_shop_page():
 def test_without_a_start_url_the_default_demo_address_is_used():
     conversation = Conversation("List the products on the first page of the demo shop.")
 
-    assert conversation.next_call()["input"] == {"url": "http://127.0.0.1:8000/demo/shop/"}
+    assert conversation.next_call()["input"] == {"url": "http://127.0.0.1:8001/demo/shop/"}
 
 
 def test_contact_task_fills_every_field_by_its_ref_sends_and_confirms():
@@ -509,6 +509,7 @@ def play(browser_host, task: str, data_schema: dict | None = None, max_steps: in
 
 
 @pytest.mark.browser
+@pytest.mark.urls("demo_site.server_urls")  # the demo site's own server, as `make run` serves it
 def test_the_shop_trajectory_reads_the_real_first_page(browser_host, live_server):
     done, names = play(
         browser_host,
@@ -524,6 +525,7 @@ def test_the_shop_trajectory_reads_the_real_first_page(browser_host, live_server
 
 
 @pytest.mark.browser
+@pytest.mark.urls("demo_site.server_urls")  # the demo site's own server, as `make run` serves it
 def test_the_contact_trajectory_sends_the_real_form(browser_host, live_server):
     done, names = play(
         browser_host, f"Send the demo shop a message through its contact form.\nStart URL: {live_server.url}/demo/"

@@ -61,6 +61,10 @@ def test_the_agent_cannot_reach_metadata_private_or_unlisted_loopback_addresses(
         if block.get("type") == "tool_result" and block.get("is_error")
     ]
     assert refused_results
+    # the operator sees each refusal as a network.blocked event with the URL and the reason
+    blocked = [(event.payload["url"], event.payload["reason"]) for event in events(run, "network.blocked")]
+    assert ("http://169.254.169.254/latest/meta-data/iam/", "169.254.169.254 is a cloud metadata address") in blocked
+    assert (unlisted_loopback, "127.0.0.1 is a loopback address") in blocked
 
 
 def test_allowed_domains_restrict_the_run_to_its_hosts(acme, fault_site, messages_stub):

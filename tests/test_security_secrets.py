@@ -11,6 +11,7 @@ import pytest
 
 from runs.models import Run
 from runs.secrets import mask
+from runs.secret_box import unseal
 from tests import fault_support
 from tests import messages_stub as stub_fixtures
 from tests.conftest import ApiClient
@@ -126,7 +127,7 @@ def test_the_launch_form_takes_secrets_as_lines(alice_client, acme, django_captu
     response = alice_client.post("/runs/new/", {"task": "Sign in.", "secrets": "SHOP_PASSWORD = pa55-word\n\n"})
     assert response.status_code == 302
     run = Run.objects.get(workspace=acme)
-    assert run.secrets == {"SHOP_PASSWORD": "pa55-word"}
+    assert unseal(run.secrets) == {"SHOP_PASSWORD": "pa55-word"}  # stored sealed (runs.secret_box)
     page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
     assert "pa55-word" not in page
 

@@ -106,7 +106,7 @@ def test_run_row_and_summary_fragments(alice_client, charlie_client, finished_ru
 def test_launch_form_launches_through_the_launch_service(alice_client, acme):
     response = alice_client.post(
         "/runs/new/",
-        {"task": "List the products", "start_url": "http://127.0.0.1:8000/demo/shop/", "max_turns": "12",
+        {"task": "List the products", "start_url": "http://127.0.0.1:8001/demo/shop/", "max_turns": "12",
          "output_schema": json.dumps(SCHEMA), "judge": "on", "judge_context": ["Prices are in euros", ""]},
     )  # fmt: skip
     run = Run.objects.get(workspace=acme)

@@ -9,9 +9,11 @@ import contextlib
 import hashlib
 import inspect
 import logging
+import os
 import re
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 from anthropic.tools import ToolError
@@ -64,6 +66,8 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from runs.agent import browser_reaper
+from runs.agent.egress_proxy import REFUSED_HEADER, EgressProxy
 from runs.agent.network_guard import BlockedRequest, NetworkGuard, normalize_url
 from runs.secrets import UnknownSecret, substitute
 
@@ -177,8 +181,10 @@ class BrowserHost:
         *,
         args: tuple[str, ...] = CHROMIUM_ARGS,
         headless: bool = True,
+        pid_dir: Path | None = None,
     ) -> None:
         self.executable_path = executable_path
+        self.pid_dir = pid_dir  # where this process records its browsers for a successor to clean up (browser_reaper)
         self.args = args
         self.headless = headless
         self._playwright: Playwright | None = None
@@ -232,6 +238,8 @@ class BrowserHost:
 
     async def _launch(self) -> Browser:
         if self._playwright is None:
+            # the egress proxy must see loopback connections too: never let the driver exempt them
+            os.environ.pop("PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK", None)
             self._playwright = await async_playwright().start()
         browser = await self._playwright.chromium.launch(
             executable_path=self.executable_path, headless=self.headless, args=list(self.args)
@@ -239,6 +247,8 @@ class BrowserHost:
         browser.on("disconnected", self._on_disconnected)
         self._browser = browser
         self.launch_count += 1
+        if self.pid_dir is not None:
+            browser_reaper.record(self.pid_dir)
         return browser
 
     def _on_disconnected(self, browser: Browser) -> None:
@@ -246,21 +256,42 @@ class BrowserHost:
             self._browser = None
 
     async def new_context(
-        self, storage_state: dict[str, Any] | None = None, viewport: tuple[int, int] = DEFAULT_VIEWPORT
+        self,
+        storage_state: dict[str, Any] | None = None,
+        viewport: tuple[int, int] = DEFAULT_VIEWPORT,
+        network_guard: NetworkGuard | None = None,
     ) -> BrowserContext:
-        """A fresh BrowserContext (one per run) on the shared Chromium, optionally carrying a saved storage state."""
+        """A fresh BrowserContext (one per run) on the shared Chromium, optionally carrying a saved storage state.
+
+        With a `network_guard`, every connection of the context goes through an egress proxy of its own that enforces
+        the guard on the address it connects to; the proxy closes with the context.
+        """
         if self._closed:
             raise RuntimeError("this BrowserHost is closed")
         browser = await self._ensure_browser()
         width, height = viewport
-        return await browser.new_context(
-            storage_state=storage_state,  # type: ignore[arg-type]
-            viewport={"width": width, "height": height},
-            device_scale_factor=1,
-            # a service worker's requests bypass context.route, so the network guard could not see them
-            service_workers="block",
-            accept_downloads=False,
-        )
+        proxy = None
+        if network_guard is not None:
+            proxy = await EgressProxy(network_guard).start()
+        try:
+            context = await browser.new_context(
+                # Playwright sends loopback through a context's proxy too (Chromium's `<-loopback>` bypass rule) unless
+                # PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK is set: so no bypass list here, ever.
+                proxy={"server": proxy.url} if proxy is not None else None,
+                storage_state=storage_state,  # type: ignore[arg-type]
+                viewport={"width": width, "height": height},
+                device_scale_factor=1,
+                # a service worker's requests bypass context.route, so the network guard could not see them
+                service_workers="block",
+                accept_downloads=False,
+            )
+        except BaseException:
+            if proxy is not None:
+                await proxy.close()
+            raise
+        if proxy is not None:
+            context.on("close", lambda _context: asyncio.ensure_future(proxy.close()))
+        return context
 
     async def _stop_playwright(self) -> None:
         browser, self._browser = self._browser, None
@@ -282,6 +313,8 @@ class BrowserHost:
             return
         try:
             asyncio.run_coroutine_threadsafe(self._stop_playwright(), self._loop).result(timeout)
+            if self.pid_dir is not None:
+                browser_reaper.forget(self.pid_dir)
         finally:
             self._closed = True
             self._loop.call_soon_threadsafe(self._loop.stop)
@@ -529,10 +562,16 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     async def _goto(self, page: Page, url: str) -> BetaBrowserNavigateResult:
         target = normalize_url(url)
         self._navigating = True
+        refusals_before = self.network_guard.refusal_count if self.network_guard else 0
         try:
             response = await page.goto(target, wait_until="domcontentloaded")
         except PlaywrightError as exc:
-            refusal = self.network_guard.last_refusal_for(target) if self.network_guard else None
+            refusal = None
+            if self.network_guard is not None:
+                await self._contain()
+                refusal = self.network_guard.last_refusal_for(target) or self.network_guard.navigation_refusal_since(
+                    refusals_before
+                )
             if refusal is not None:
                 raise ToolError(f"Navigation refused by the network policy: {refusal}.") from None
             raise ToolError(f"Navigation to {target} failed: {first_line(exc)}") from None
@@ -540,6 +579,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             self._navigating = False
         if response is not None and self.network_guard is not None:
             refusal = await self.network_guard.redirect_refusal(response.request)
+            if refusal is None and response.headers.get(REFUSED_HEADER.lower()):
+                # the egress proxy refused a hop the route could not see (a redirect, a rebinding answer)
+                refusal = self.network_guard.last_refusal_for(response.url) or response.headers[REFUSED_HEADER.lower()]
             if refusal is not None:
                 await self._contain()
                 await leave_page(page)

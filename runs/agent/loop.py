@@ -16,6 +16,7 @@ from runs import lifecycle
 from runs.events import emit
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
+from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
 
 from . import context, evaluation, extraction, notices, prompts, spending
@@ -310,6 +311,7 @@ class AgentLoop:
         async def build(storage_state):
             context = await self.host.new_context(
                 storage_state=storage_state,
+                network_guard=guard,
                 viewport=(settings.BROWSER_VIEWPORT_WIDTH, settings.BROWSER_VIEWPORT_HEIGHT),
             )
             toolset = PlaywrightBrowserToolset(
@@ -322,6 +324,7 @@ class AgentLoop:
             await toolset.install_guard()
             return toolset
 
+        self.guard = guard
         state = run.session.browser_state or None
         try:
             self.toolset = self.host.run(build(state), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
@@ -349,7 +352,14 @@ class AgentLoop:
                 if not self.host.is_connected:
                     raise BrowserCrashed(f"The browser crashed opening the start URL: {first_line(error)}") from error
                 problem = error_text(error)
+        self.report_blocked()
         self.add_user([text_block(prompts.task_message(run.task, run.start_url, problem))])
+
+    def report_blocked(self) -> None:
+        """Each refusal of the network policy since the last report (the route's or the egress proxy's), for the
+        operator as a `network.blocked` event."""
+        for blocked in self.guard.take_unreported():
+            emit(self.run, "network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy})
 
     def browse(self, use) -> tuple[dict, str | None]:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
@@ -361,6 +371,7 @@ class AgentLoop:
                 f"The browser did not finish a {use.name} action within {self.browser_timeout()} s."
             ) from None
         self.final_view_fresh = False
+        self.report_blocked()
         if block.get("is_error") and not self.host.is_connected:
             raise BrowserCrashed(f"The browser crashed or disconnected during a {use.name} action.")
         # A page may echo a secret the agent typed: the model sees the placeholder again.
@@ -959,6 +970,11 @@ def execute_run(run_id: int, *, worker: str) -> None:
         run.scripted = True
     if not lifecycle.mark_started(run, worker):
         log.info("execute_run: run %s was already claimed or ended", run.public_id)
+        return
+    try:
+        run.secrets = unseal(run.secrets)  # in this worker's memory only; the row keeps them sealed
+    except SecretsUnavailable as error:
+        lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
         return
     from .worker import browser_host
 

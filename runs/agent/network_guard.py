@@ -70,6 +70,90 @@ def host_of(url: str) -> tuple[str, str]:
     return parts.scheme.lower(), (parts.hostname or "").rstrip(".").lower()
 
 
+DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
+
+
+def port_of(url: str) -> int | None:
+    """The port a URL connects to (its scheme's default when it names none), or None for an unknown scheme."""
+    parts = urlsplit(url)
+    try:
+        explicit = parts.port
+    except ValueError:
+        return None
+    return explicit or DEFAULT_PORTS.get(parts.scheme.lower())
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """One entry of BROWSER_ALLOWED_PRIVATE_HOSTS: a host or an address range, on one port or on all of them.
+
+    A host (`localhost`, `127.0.0.1:8001`, `[::1]:8001`) matches the host as written in the URL, so `127.0.0.1` does
+    not also open `localhost`; a range (`10.1.0.0/16`, `10.1.0.0/16:443`) matches the address the connection
+    actually goes to, whatever name led there.
+    """
+
+    name: str | None = None
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network | None = None
+    port: int | None = None
+
+    def allows(self, host: str, address: IPAddress | None, port: int | None, *, any_port: bool = False) -> bool:
+        if self.port is not None and port != self.port and not any_port:
+            return False
+        if self.name is not None:
+            return host == self.name
+        return address is not None and self.network is not None and address in self.network
+
+    def __str__(self) -> str:
+        where = self.name or str(self.network)
+        if self.port is None:
+            return where
+        return f"[{where}]:{self.port}" if ":" in where else f"{where}:{self.port}"
+
+
+def parse_allowance(entry: str) -> Allowance:
+    """`host`, `host:port`, `10.1.0.0/16`, `10.1.0.0/16:443`, `::1`, `[::1]:8001` → an Allowance (ValueError if not)."""
+    text = entry.strip().lower()
+    port: int | None = None
+    if text.startswith("["):
+        inside, _, rest = text[1:].partition("]")
+        if rest:
+            if not rest.startswith(":"):
+                raise ValueError(f"{entry!r} is not host, host:port, range or range:port")
+            port = _port_number(rest[1:], entry)
+        text = inside
+    elif text.count(":") == 1:  # more than one colon is a bare IPv6 address
+        text, _, port_text = text.partition(":")
+        port = _port_number(port_text, entry)
+    text = text.rstrip(".")
+    if not text:
+        raise ValueError(f"{entry!r} names no host")
+    if "/" in text:
+        try:
+            return Allowance(network=ipaddress.ip_network(text, strict=False), port=port)
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an address range") from None
+    try:
+        text = str(ipaddress.ip_address(text))  # one spelling of an address literal
+    except ValueError:
+        if not re.fullmatch(r"[a-z0-9_.-]+", text):
+            raise ValueError(f"{entry!r} is neither a host name nor an address") from None
+    return Allowance(name=text, port=port)
+
+
+def _port_number(text: str, entry: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError(f"{entry!r} has no valid port after the colon")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a connection may go: the addresses checked against the policy, or why it may not go anywhere."""
+
+    addresses: tuple[IPAddress, ...] = ()
+    refusal: str | None = None
+
+
 @dataclass(frozen=True)
 class BlockedRequest:
     """One request the guard refused, kept for diagnostics and for reporting a refused navigation."""
@@ -79,6 +163,8 @@ class BlockedRequest:
     is_navigation: bool
     redirected: bool = False
     """True when the request already went out as a redirect hop: it could only be detected, not stopped."""
+    by_proxy: bool = False
+    """True when the egress proxy refused the connection (a redirect hop, a rebinding answer, a websocket)."""
     request: Request | None = field(default=None, compare=False, repr=False)
 
 
@@ -88,16 +174,16 @@ class NetworkGuard:
     Two independent rules:
 
     - address class: a host whose addresses are loopback, private, link-local, multicast, reserved, unspecified or a
-      cloud metadata endpoint is refused, unless the host as written in the URL is in `allowed_private_hosts`
-      (e.g. {"127.0.0.1", "localhost"} for a local demo site); the match is on the name, not the resolved address.
+      cloud metadata endpoint is refused, unless an entry of `allowed_private_hosts` allows it (see `Allowance`: a
+      name as written in the URL, or an address range, each on one port or all); metadata addresses never are.
     - domains: when `allowed_domains` is given, a host must equal one of them or be a subdomain of one.
 
-    Enforcement is `install(context)`: a route on every request (resolving the host off the event loop) and a
-    websocket route; plus `url_policy`, the SDK hook that refuses a navigate before the driver runs.
-    Known gap: Playwright does not route the hops of an HTTP redirect (not even of a fulfilled one), so a request
-    to an allowed URL that redirects to an internal address goes out. The guard detects such hops after the fact
-    (`BlockedRequest.redirected`) so the driver can refuse the navigation and leave the page; only egress rules around
-    the worker can stop the request itself.
+    Enforcement has two layers. `install(context)` routes every request (resolving the host off the event loop) and
+    websocket, and `url_policy` refuses a navigate before the driver runs: cheap, and the refusal names the URL. But
+    Playwright does not route the hops of an HTTP redirect, and Chromium resolves a name again when it connects; so
+    each context also goes through the worker's egress proxy (`runs.agent.egress_proxy`), which asks `destination`
+    for the addresses it may connect to, resolving afresh, and connects to exactly those.
+    `classify` and `resolver` are injectable so tests can declare a loopback address "public" and answer DNS.
     """
 
     def __init__(
@@ -106,19 +192,42 @@ class NetworkGuard:
         allowed_private_hosts: Iterable[str] = (),
         allowed_domains: Iterable[str] | None = None,
         resolver: Callable[[str], list[str]] | None = None,
+        classify: Callable[[IPAddress], str | None] | None = None,
     ) -> None:
-        self.allowed_private_hosts = frozenset(
-            host.strip().strip("[]").rstrip(".").lower() for host in allowed_private_hosts
-        )
+        self.allowances = tuple(parse_allowance(entry) for entry in allowed_private_hosts if entry.strip())
         self.allowed_domains = (
             None
             if allowed_domains is None
             else frozenset(d.strip().lstrip(".").rstrip(".").lower() for d in allowed_domains)
         )
         self._resolver = resolver or resolve_host
-        self._cache: dict[str, tuple[float, str | None]] = {}
+        self._classify = classify or address_class
+        self._cache: dict[tuple[str, int | None], tuple[float, str | None]] = {}
         self.blocked: deque[BlockedRequest] = deque(maxlen=200)
+        self._unreported: deque[BlockedRequest] = deque(maxlen=200)
+        self._listeners: list[Callable[[BlockedRequest], None]] = []
+        self.refusal_count = 0
         self._redirect_checks: set[asyncio.Future[None]] = set()
+
+    @property
+    def allowed_private_hosts(self) -> frozenset[str]:
+        """The allowance entries as text (for messages and diagnostics)."""
+        return frozenset(str(allowance) for allowance in self.allowances)
+
+    def record(self, blocked: BlockedRequest) -> None:
+        """Keep a refusal (for explanations and the run's `network.blocked` events) and tell the listeners."""
+        self.blocked.append(blocked)
+        self._unreported.append(blocked)
+        self.refusal_count += 1
+        for listener in list(self._listeners):
+            listener(blocked)
+
+    def take_unreported(self) -> list[BlockedRequest]:
+        """The refusals since the last call, oldest first: the loop turns them into `network.blocked` events."""
+        taken = []
+        while self._unreported:
+            taken.append(self._unreported.popleft())
+        return taken
 
     async def settle(self) -> None:
         """Wait for the redirect checks in flight, so a report made next includes their refusals."""
@@ -133,42 +242,65 @@ class NetworkGuard:
             return None
         return f"{host} is not in the allowed domains"
 
-    async def host_refusal(self, host: str) -> str | None:
-        """Why a request to `host` is refused, or None. Resolves names in a thread; results are cached briefly."""
+    async def host_refusal(self, host: str, port: int | None = None) -> str | None:
+        """Why a request to `host` (on `port`) is refused, or None. Resolves in a thread; answers are cached briefly:
+        this is the cheap first layer, the egress proxy checks again on the address it connects to."""
         if not host:
             return "the URL has no host"
-        refusal = self.domain_refusal(host)
-        if refusal is not None:
-            return refusal
-        if host in self.allowed_private_hosts:
-            return None
-        cached = self._cache.get(host)
+        key = (host, port)
+        cached = self._cache.get(key)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-        refusal = await self._address_class_refusal(host)
-        self._cache[host] = (time.monotonic() + DNS_CACHE_SECONDS, refusal)
+        refusal = (await self.destination(host, port)).refusal
+        self._cache[key] = (time.monotonic() + DNS_CACHE_SECONDS, refusal)
         return refusal
 
-    async def _address_class_refusal(self, host: str) -> str | None:
+    async def destination(self, host: str, port: int | None) -> Destination:
+        """The addresses a connection to `host`:`port` may use, resolved now (never cached), or why none may.
+
+        Every address the name resolves to must pass, so the answer does not depend on which one a client picks.
+        """
+        host = host.strip("[]").rstrip(".").lower()
+        if not host:
+            return Destination(refusal="the URL has no host")
+        refusal = self.domain_refusal(host)
+        if refusal is not None:
+            return Destination(refusal=refusal)
         try:
-            literal = ipaddress.ip_address(host)
+            addresses = (ipaddress.ip_address(host.split("%", 1)[0]),)
+            literal = True
         except ValueError:
-            literal = None
-        if literal is not None:
-            kind = address_class(literal)
-            return None if kind is None else f"{host} is {kind}"
-        try:
-            addresses = await asyncio.wait_for(asyncio.to_thread(self._resolver, host), DNS_TIMEOUT_SECONDS)
-        except (OSError, TimeoutError, UnicodeError):
-            return f"{host} could not be resolved"
-        if not addresses:
-            return f"{host} could not be resolved"
-        # every address must pass: the browser may connect to any of them
-        for text in addresses:
-            kind = address_class(ipaddress.ip_address(text.split("%", 1)[0]))
-            if kind is not None:
-                return f"{host} resolves to {text}, {kind}"
-        return None
+            literal = False
+            try:
+                answer = await asyncio.wait_for(asyncio.to_thread(self._resolver, host), DNS_TIMEOUT_SECONDS)
+                addresses = tuple(ipaddress.ip_address(text.split("%", 1)[0]) for text in answer)
+            except (OSError, TimeoutError, UnicodeError, ValueError):
+                return Destination(refusal=f"{host} could not be resolved")
+            if not addresses:
+                return Destination(refusal=f"{host} could not be resolved")
+        written = str(addresses[0]) if literal else host  # an address literal has one spelling in the allowances
+        name_allowed = any(
+            allowance.name is not None and allowance.allows(written, None, port) for allowance in self.allowances
+        )
+        for address in addresses:
+            refusal = self._address_refusal(host, written, address, port, name_allowed, literal)
+            if refusal is not None:
+                return Destination(refusal=refusal)
+        return Destination(addresses=addresses)
+
+    def _address_refusal(
+        self, host: str, written: str, address: IPAddress, port: int | None, name_allowed: bool, literal: bool
+    ) -> str | None:
+        plain = getattr(address, "ipv4_mapped", None) or address
+        described = f"{host} is" if literal else f"{host} resolves to {address},"
+        if plain in CLOUD_METADATA_ADDRESSES:
+            return f"{described} a cloud metadata address"  # never re-opened by an allowance, not even one naming it
+        kind = self._classify(plain)
+        if kind is None or name_allowed or any(allowance.allows(written, plain, port) for allowance in self.allowances):
+            return None
+        if any(allowance.allows(written, plain, port, any_port=True) for allowance in self.allowances):
+            return f"{host} is allowed on other ports only, not on port {port}"
+        return f"{described} {kind}"
 
     async def url_refusal(self, url: str) -> str | None:
         """Why the browser may not load `url`, or None. `about:blank` is always allowed; non-web schemes never are."""
@@ -177,7 +309,7 @@ class NetworkGuard:
         scheme, host = host_of(url)
         if scheme not in WEB_SCHEMES:
             return f"the {scheme or 'empty'} scheme is not allowed"
-        return await self.host_refusal(host)
+        return await self.host_refusal(host, port_of(url))
 
     async def redirect_refusal(self, request: Request) -> str | None:
         """Why a redirect hop that led to `request` was not allowed, or None; the first request was routed already."""
@@ -193,20 +325,23 @@ class NetworkGuard:
         """The SDK `url_policy`: refuses a navigate, with the reason, before the driver receives it."""
         refusal = await self.url_refusal(normalize_url(url))
         if refusal is not None:
+            self._unreported.append(BlockedRequest(url=normalize_url(url), reason=refusal, is_navigation=True))
             raise ToolError(f"Navigation refused by the network policy: {refusal}.")
 
     async def install(self, context: BrowserContext, on_block: Callable[[BlockedRequest], None] | None = None) -> None:
-        """Route every request and websocket of `context` through the guard. `on_block` hears each refusal."""
+        """Route every request and websocket of `context` through the guard. `on_block` hears each refusal (the
+        egress proxy's too)."""
+        if on_block is not None:
+            self._listeners.append(on_block)
 
         async def guard_request(route: Route, request: Request) -> None:
             refusal = await self.url_refusal(request.url)
             if refusal is None:
                 await route.fallback()
                 return
-            blocked = BlockedRequest(url=request.url, reason=refusal, is_navigation=_is_main_frame_navigation(request))
-            self.blocked.append(blocked)
-            if on_block is not None:
-                on_block(blocked)
+            self.record(
+                BlockedRequest(url=request.url, reason=refusal, is_navigation=_is_main_frame_navigation(request))
+            )
             await route.abort("blockedbyclient")
 
         async def guard_websocket(websocket: WebSocketRoute) -> None:
@@ -214,23 +349,22 @@ class NetworkGuard:
             if refusal is None:
                 websocket.connect_to_server()
                 return
-            self.blocked.append(BlockedRequest(url=websocket.url, reason=refusal, is_navigation=False))
+            self.record(BlockedRequest(url=websocket.url, reason=refusal, is_navigation=False))
             await websocket.close(code=1008, reason="refused by the network policy")
 
         async def check_redirect(request: Request) -> None:
             refusal = await self.redirect_refusal(request)
             if refusal is None:
                 return
-            blocked = BlockedRequest(
-                url=request.url,
-                reason=refusal,
-                is_navigation=_is_main_frame_navigation(request),
-                redirected=True,
-                request=request,
+            self.record(
+                BlockedRequest(
+                    url=request.url,
+                    reason=refusal,
+                    is_navigation=_is_main_frame_navigation(request),
+                    redirected=True,
+                    request=request,
+                )
             )
-            self.blocked.append(blocked)
-            if on_block is not None:
-                on_block(blocked)
 
         def watch_redirects(request: Request) -> None:
             if request.redirected_from is not None:
@@ -242,10 +376,21 @@ class NetworkGuard:
         await context.route("**/*", guard_request)
         await context.route_web_socket(re.compile(r".*"), guard_websocket)
 
+    def navigation_refusal_since(self, count: int) -> str | None:
+        """The reason of the latest refusal of a navigation or a proxied connection after the `count`-th refusal:
+        what made a navigation fail when the refused URL was a redirect hop rather than the one asked for."""
+        recent = list(self.blocked)[-(self.refusal_count - count) :] if self.refusal_count > count else []
+        for blocked in reversed(recent):
+            if blocked.is_navigation or blocked.by_proxy:
+                return blocked.reason
+        return None
+
     def last_refusal_for(self, url: str) -> str | None:
-        """The reason of the most recent refusal of `url`, to explain a failed navigation."""
+        """The reason of the most recent refusal of `url`, to explain a failed navigation. The proxy sees only
+        `host:port` of an https or websocket connection, so its refusals match on that."""
+        authority = f"{host_of(url)[1]}:{port_of(url)}"
         for blocked in reversed(self.blocked):
-            if blocked.url.rstrip("/") == url.rstrip("/"):
+            if blocked.url.rstrip("/") == url.rstrip("/") or (blocked.by_proxy and blocked.url == authority):
                 return blocked.reason
         return None
 

@@ -6,7 +6,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from celery.signals import worker_process_shutdown, worker_shutdown
+from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def browser_host() -> BrowserHost:
             # Imported here so the web process, which imports the tasks module to enqueue runs, needs no Playwright.
             from runs.agent.browser import BrowserHost
 
-            _host = BrowserHost(settings.BROWSER_EXECUTABLE)
+            _host = BrowserHost(settings.BROWSER_EXECUTABLE, pid_dir=settings.BROWSER_PID_DIR)
         return _host
 
 
@@ -46,3 +46,16 @@ def close_browser_host(**_signal_kwargs) -> None:
 # --pool threads runs tasks in the main process (worker_shutdown); a prefork child has its own host to close.
 worker_shutdown.connect(close_browser_host, weak=False)
 worker_process_shutdown.connect(close_browser_host, weak=False)
+
+
+def reap_orphan_browsers(**_signal_kwargs) -> None:
+    """On start: kill the Chromium processes that workers killed on this machine left behind (browser_reaper)."""
+    from runs.agent.browser_reaper import reap_orphans
+
+    try:
+        reap_orphans(settings.BROWSER_PID_DIR)
+    except Exception:
+        log.warning("could not clean up the browsers of earlier workers", exc_info=True)
+
+
+worker_ready.connect(reap_orphan_browsers, weak=False)

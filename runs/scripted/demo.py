@@ -24,7 +24,7 @@ GRADER_TOOL = "record_evaluation"
 DONE_TOOL = "done"
 BROWSER_TOOLSET = "browser"
 
-DEFAULT_DEMO_ROOT = "http://127.0.0.1:8000/demo/"
+DEFAULT_DEMO_ROOT = "http://127.0.0.1:8001/demo/"
 UNKNOWN_TASK_OUTPUT = "The scripted demo model only knows the bundled demo tasks; set ANTHROPIC_API_KEY to use Claude."
 
 # What the scripted agent writes into the demo contact form.
@@ -122,7 +122,7 @@ def demo_root(url: str) -> str:
     parts = urlsplit(url)
     path = parts.path
     root_path = path[: path.index("/demo/") + len("/demo/")] if "/demo/" in path else "/demo/"
-    return f"{parts.scheme or 'http'}://{parts.netloc or '127.0.0.1:8000'}{root_path}"
+    return f"{parts.scheme or 'http'}://{parts.netloc or '127.0.0.1:8001'}{root_path}"
 
 
 def tool_named(request: dict[str, Any], name: str) -> dict[str, Any] | None:

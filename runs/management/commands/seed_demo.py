@@ -1,5 +1,6 @@
 """On a key-less first start, launch the bundled demo tasks so the console has real runs to show."""
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from agent_platform.models import Membership, Workspace
@@ -12,7 +13,7 @@ class Command(BaseCommand):
     help = "Launch the bundled demo tasks in the default workspace, once (nothing happens if it has runs)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--base-url", default="http://127.0.0.1:8000/")
+        parser.add_argument("--base-url", default=settings.DEMO_BASE_URL, help="the demo site's own server")
         parser.add_argument("--workspace", default="default")
 
     def handle(self, *args, base_url: str, workspace: str, **options):

@@ -1,0 +1,48 @@
+"""Run secrets at rest: sealed with authenticated encryption (Fernet: AES-128-CBC + HMAC-SHA256) under SECRETS_KEY
+when a run is launched, opened only by the worker that executes it, and cleared when the run ends.
+
+SECRETS_KEY is a comma-separated list of Fernet keys: the first seals, every one opens. To rotate, put a new key
+first and keep the old one after it until no run sealed under it is still queued or running, then drop it.
+"""
+
+import json
+from typing import Any
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from django.conf import settings
+
+SEALED = "sealed"
+
+
+class SecretsUnavailable(Exception):
+    """The stored secrets cannot be opened with any configured key (a key was dropped or differs between machines)."""
+
+
+def keys() -> MultiFernet:
+    return MultiFernet([Fernet(key.encode()) for key in settings.SECRETS_KEYS])
+
+
+def generate_key() -> str:
+    return Fernet.generate_key().decode()
+
+
+def seal(secrets: dict[str, str]) -> dict[str, str]:
+    """What `Run.secrets` stores: `{"sealed": token}`, or {} for a run without secrets."""
+    if not secrets:
+        return {}
+    return {SEALED: keys().encrypt(json.dumps(secrets).encode()).decode()}
+
+
+def unseal(stored: dict[str, Any] | None) -> dict[str, str]:
+    """The secrets a stored value holds. Only the worker calls this, for the run it executes."""
+    if not stored:
+        return {}
+    if set(stored) != {SEALED}:
+        return dict(stored)  # launched before secrets were sealed
+    try:
+        return json.loads(keys().decrypt(stored[SEALED].encode()))
+    except InvalidToken:
+        raise SecretsUnavailable(
+            "The run's secrets cannot be decrypted with this worker's SECRETS_KEY: the key that sealed them is not "
+            "among its keys (keep an old key after the new one while rotating; give every process the same keys)."
+        ) from None
