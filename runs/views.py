@@ -20,6 +20,7 @@ from agent_platform.access import current_workspace
 from agent_platform.models import ModelRequest, workspaces_of
 
 from .agent.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
+from .agent.tracing import has_trace
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, LaunchError, launch_run, same_schema
 from .models import Event, Run, Session
@@ -353,6 +354,7 @@ def summary_context(run: Run) -> dict:
         "usage_sources": usage_by(ModelRequest.objects.filter(run=run), "source"),
         "signals": run.signals or {},
         "judge_context_slots": JUDGE_CONTEXT_SLOTS,
+        "has_trace": run.is_finished and has_trace(run.public_id),
     }
 
 
@@ -362,6 +364,56 @@ def turn_budget(run: Run, events: list[Event]) -> int:
     if saved is not None:
         return int(saved)
     return sum(1 for label in reply_labels(events).values() if label.startswith("Turn "))
+
+
+def replay_steps(events: list[Event]) -> list[dict]:
+    """One replay step per screenshot: the picture, the agent's message of that reply, the action and its result.
+
+    Texts are passed to the page as JSON (json_script) and drawn with textContent: they hold page and model text."""
+    message_of: dict = {}
+    use_of: dict = {}
+    steps = []
+    for event in events:
+        data = event.payload
+        if event.type == "agent.message":
+            message_of[data.get("turn")] = message_of.get(data.get("turn"), "") + str(data.get("text") or "")
+        elif event.type == "agent.tool_use":
+            use_of[data.get("id")] = data
+        elif event.type in ("agent.tool_result", "agent.final_view") and data.get("screenshot_url"):
+            use = use_of.get(data.get("tool_use_id")) or {}
+            final = event.type == "agent.final_view"
+            steps.append(
+                {
+                    "seq": event.seq,
+                    "screenshot": data["screenshot_url"],
+                    "url": data.get("url") or "",
+                    "message": "" if final else message_of.get(data.get("turn"), ""),
+                    "action": "Final view" if final else str(use.get("name") or data.get("name") or ""),
+                    "input": None if final else use.get("input"),
+                    "result": "" if final else result_text(data.get("content"))[:2000],
+                    "is_error": bool(data.get("is_error")),
+                }
+            )
+    return steps
+
+
+@login_required
+def run_trace(request, run_id: str):
+    """The run's Playwright trace (secrets masked), for `playwright show-trace` or trace.playwright.dev."""
+    from .agent.tracing import trace_path
+
+    run = run_for_user(request.user, run_id)
+    path = trace_path(run.public_id)
+    if not default_storage.exists(path):
+        raise Http404("This run kept no trace.")
+    response = FileResponse(
+        default_storage.open(path, "rb"),
+        content_type="application/zip",
+        as_attachment=True,
+        filename=f"{run.public_id}-trace.zip",
+    )
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @login_required
@@ -378,6 +430,7 @@ def run_detail(request, run_id: str):
     context.update(
         {
             "timeline": timeline(events),
+            "replay_steps": replay_steps(events),
             "last_seq": events[-1].seq if events else 0,
             "screenshots": screenshots,
             "latest_screenshot": screenshots[-1] if screenshots else None,
@@ -391,6 +444,7 @@ def run_detail(request, run_id: str):
                 "turns": turns,
                 "finished": run.is_finished,
                 "summary_url": reverse("runs:summary", args=[run.public_id]),
+                "live_socket": f"/ws/runs/{run.public_id}/live/",
                 "usage": {
                     "requests": run.usage_requests,
                     "total": run.usage_total,
