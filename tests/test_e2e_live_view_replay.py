@@ -208,3 +208,27 @@ def test_a_cancelled_queued_run_reads_as_ended_on_its_live_page(asgi_server, chr
     expect(page.locator("#judge-pill")).to_have_text("not judged")
     wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.CANCELLED, message="the cancel")
     page.context.close()
+
+
+@pytest.mark.worker
+def test_a_follow_up_launched_while_its_session_runs_waits_behind_it_and_says_so(
+    messages_stub_server, celery_worker, messages_stub, acme, acme_key, site
+):
+    messages_stub.agent(
+        slow(browser_action("get_page_text"), 3),
+        slow(tool_use_reply("done", {"success": True, "output": "First done."}), 1),
+        tool_use_reply("done", {"success": True, "output": "Second done."}),
+    )
+    api = ApiClient(acme_key)
+    first = api.post("/runs", {"task": "Read the page.", "start_url": f"{site}/index.html"}).json()
+    wait_for(lambda: Run.objects.get(public_id=first["id"]).status == Run.Status.RUNNING, message="the first run")
+    second = api.post("/runs", {"task": "Then report.", "session_id": first["session_id"]}).json()
+    follow_up = Run.objects.get(public_id=second["id"])
+    waiting = wait_for(lambda: follow_up.events.filter(type="run.waiting").first(), message="the waiting notice")
+    assert waiting.payload["behind"] == first["id"]
+    assert Run.objects.get(pk=follow_up.pk).status == Run.Status.QUEUED
+    wait_for(lambda: Run.objects.get(pk=follow_up.pk).is_finished, timeout=60, message="the follow-up to end")
+    earlier, later = Run.objects.get(public_id=first["id"]), Run.objects.get(pk=follow_up.pk)
+    assert later.status == Run.Status.SUCCEEDED, later.error_message
+    assert later.started_at >= earlier.finished_at
+    assert follow_up.events.filter(type="run.waiting").count() == 1
