@@ -372,11 +372,13 @@ def replay_steps(events: list[Event]) -> list[dict]:
     Texts are passed to the page as JSON (json_script) and drawn with textContent: they hold page and model text."""
     message_of: dict = {}
     use_of: dict = {}
+    last_message = ""
     steps = []
     for event in events:
         data = event.payload
         if event.type == "agent.message":
             message_of[data.get("turn")] = message_of.get(data.get("turn"), "") + str(data.get("text") or "")
+            last_message = message_of[data.get("turn")]
         elif event.type == "agent.tool_use":
             use_of[data.get("id")] = data
         elif event.type in ("agent.tool_result", "agent.final_view") and data.get("screenshot_url"):
@@ -387,7 +389,8 @@ def replay_steps(events: list[Event]) -> list[dict]:
                     "seq": event.seq,
                     "screenshot": data["screenshot_url"],
                     "url": data.get("url") or "",
-                    "message": "" if final else message_of.get(data.get("turn"), ""),
+                    # the final view shows the agent's last words (its verdict reply)
+                    "message": last_message if final else message_of.get(data.get("turn"), ""),
                     "action": "Final view" if final else str(use.get("name") or data.get("name") or ""),
                     "input": None if final else use.get("input"),
                     "result": "" if final else result_text(data.get("content"))[:2000],

@@ -9,6 +9,7 @@
   var index = 0;
   var messages = {};
   var uses = {};
+  var lastMessage = "";
 
   function set(id, text) {
     document.getElementById(id).textContent = text === undefined || text === null ? "" : String(text);
@@ -23,8 +24,11 @@
     set("replay-position", "step " + (index + 1) + " of " + steps.length);
     set("replay-message", step.message || "—");
     set("replay-action", step.action);
-    set("replay-input", step.input === null || step.input === undefined ? "" : JSON.stringify(step.input, null, 2));
+    var input = step.input === null || step.input === undefined ? "" : JSON.stringify(step.input, null, 2);
+    set("replay-input", input);
+    document.getElementById("replay-input").hidden = !input;
     set("replay-result", step.result);
+    document.getElementById("replay-result-block").hidden = !step.result;
     document.getElementById("replay-result").classList.toggle("error", !!step.is_error);
     scrub.max = String(steps.length);
     scrub.value = String(index + 1);
@@ -71,7 +75,10 @@
   document.addEventListener("pilothouse:event", function (event) {
     var e = event.detail || {};
     var d = e.data || {};
-    if (e.type === "agent.message") messages[d.turn] = (messages[d.turn] || "") + String(d.text || "");
+    if (e.type === "agent.message") {
+      messages[d.turn] = (messages[d.turn] || "") + String(d.text || "");
+      lastMessage = messages[d.turn];
+    }
     if (e.type === "agent.tool_use") uses[d.id] = d;
     if ((e.type === "agent.tool_result" || e.type === "agent.final_view") && d.screenshot_url) {
       var final = e.type === "agent.final_view";
@@ -80,7 +87,7 @@
         seq: e.seq,
         screenshot: d.screenshot_url,
         url: d.url || "",
-        message: final ? "" : messages[d.turn] || "",
+        message: final ? lastMessage : messages[d.turn] || "",
         action: final ? "Final view" : String(use.name || d.name || ""),
         input: final ? null : use.input,
         result: final ? "" : typeof d.content === "string" ? d.content.slice(0, 2000) : "",

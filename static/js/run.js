@@ -207,6 +207,7 @@
   function showUsage() {
     setText("usage-total", usage.total.toLocaleString("en-US"));
     setText("usage-requests", usage.requests);
+    setText("usage-requests-s", usage.requests === 1 ? "" : "s");
     setText("usage-output", usage.output.toLocaleString("en-US"));
     setText("usage-cache", usage.cache_read.toLocaleString("en-US"));
     setText("usage-cost", usage.cost.toFixed(4));
