@@ -254,6 +254,26 @@ def tree(value, depth: int = 0) -> dict:
     return {"kind": "scalar", "type": kind, "json": json.dumps(value, ensure_ascii=False)}
 
 
+def decimal_places(values: list) -> int | None:
+    """How many decimals a column of numbers is shown with: as many as its most precise value has (at most 6), so
+    prices read 49.00, 14.50, 9.99 and not 49.0, 14.5, 9.99. None for a column that is not all numbers."""
+    numbers = [v for v in values if v is not None]
+    if not numbers or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers):
+        return None
+    fractions = [repr(v) for v in numbers if isinstance(v, float) and not v.is_integer()]
+    if not fractions:
+        return 0  # whole numbers, even when JSON wrote them as 49.0
+    return min(6, max(len(text.split(".")[1]) if "." in text and "e" not in text else 0 for text in fractions))
+
+
+def cell(value, places: int | None):
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    if places is not None and value is not None:
+        return f"{value:.{places}f}"
+    return value
+
+
 def tables(data) -> list[dict]:
     """The arrays of flat objects in `data` (top level or one level down) as tables: the readable view of results."""
     found = []
@@ -264,8 +284,9 @@ def tables(data) -> list[dict]:
             columns: list[str] = []
             for row in value:
                 columns.extend(c for c in row if c not in columns)
+            places = {column: decimal_places([row.get(column) for row in value]) for column in columns}
             rows = [
-                [row.get(c) if not isinstance(row.get(c), dict | list) else json.dumps(row.get(c)) for c in columns]
+                [{"value": cell(row.get(c), places[c]), "numeric": places[c] is not None} for c in columns]
                 for row in value
             ]
             found.append({"name": key, "columns": columns, "rows": rows})

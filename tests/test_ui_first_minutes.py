@@ -295,3 +295,12 @@ def test_usage_chart_labels_today(alice_client, acme):
 def test_runs_list_has_one_new_run_button(alice_client, acme):
     page = alice_client.get("/").content.decode()
     assert page.count(">New run</a>") == 1
+
+
+def test_prices_in_the_runs_data_table_read_as_prices(alice_client, acme):
+    data = {"items": [{"name": "Lamp", "price": 49.0}, {"name": "Mug", "price": 14.5}, {"name": "Pen", "price": 9.99}]}
+    run = make_run(acme, status=Run.Status.SUCCEEDED, success=True, data=data)
+    page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
+    table = page.split('id="data-table"')[1].split("</table>")[0]
+    assert '<td class="num">49.00</td>' in table and '<td class="num">14.50</td>' in table
+    assert '<td class="num">9.99</td>' in table and ">49.0<" not in table
