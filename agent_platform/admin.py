@@ -1,5 +1,7 @@
 """Admin for workspaces, members, API keys, prices, and model requests with their totals and the billing view."""
 
+from decimal import Decimal
+
 from django.contrib import admin
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -50,16 +52,25 @@ class ApiKeyAdmin(admin.ModelAdmin):
             key.revoke()
 
 
+def dollars(value) -> str:
+    """A price as people write it: $49.00, $0.30, $1.875 (cents always, more places only when they are used)."""
+    if value is None:
+        return "-"
+    amount = Decimal(str(value))
+    places = max(2, -amount.normalize().as_tuple().exponent)
+    return f"${amount:,.{places}f}"
+
+
 @admin.register(Price)
 class PriceAdmin(admin.ModelAdmin):
     list_display = [
         "model",
         "speed",
-        "input_per_mtok",
-        "output_per_mtok",
-        "cache_write_5m_per_mtok",
-        "cache_write_1h_per_mtok",
-        "cache_read_per_mtok",
+        "input_price",
+        "output_price",
+        "cache_write_5m_price",
+        "cache_write_1h_price",
+        "cache_read_price",
         "supports_vision",
         "min_prompt_tokens",
         "valid_from",
@@ -67,6 +78,26 @@ class PriceAdmin(admin.ModelAdmin):
     list_filter = ["speed", "model"]
     search_fields = ["model"]
     date_hierarchy = "valid_from"
+
+    @admin.display(description="input $/MTok", ordering="input_per_mtok")
+    def input_price(self, obj: Price) -> str:
+        return dollars(obj.input_per_mtok)
+
+    @admin.display(description="output $/MTok", ordering="output_per_mtok")
+    def output_price(self, obj: Price) -> str:
+        return dollars(obj.output_per_mtok)
+
+    @admin.display(description="cache write 5m $/MTok", ordering="cache_write_5m_per_mtok")
+    def cache_write_5m_price(self, obj: Price) -> str:
+        return dollars(obj.cache_write_5m_per_mtok)
+
+    @admin.display(description="cache write 1h $/MTok", ordering="cache_write_1h_per_mtok")
+    def cache_write_1h_price(self, obj: Price) -> str:
+        return dollars(obj.cache_write_1h_per_mtok)
+
+    @admin.display(description="cache read $/MTok", ordering="cache_read_per_mtok")
+    def cache_read_price(self, obj: Price) -> str:
+        return dollars(obj.cache_read_per_mtok)
 
     def get_readonly_fields(self, request, obj=None):
         # A price some request was billed at is that request's history: change prices by adding a row with a later

@@ -15,7 +15,8 @@ from .reports import usage_by, usage_totals
 
 USAGE_DAYS_DEFAULT = 30
 USAGE_DAYS_CHOICES = (7, 30, 90)
-CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 900, 220, 28
+# The bars use the whole width: the pad only leaves room for the top label and the day labels below.
+CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 900, 220, 22
 SOURCES = [choice for choice, _ in ModelRequest.Source.choices]
 
 
@@ -26,30 +27,17 @@ def choose(request, slug: str):
     return redirect("runs:list")
 
 
+NEW_KEY_SESSION_KEY = "platform.new_api_key"
+
+
 @login_required
 def workspace_settings(request):
+    """The workspace's members and keys; right after a key is made, its secret once (taken out of the session, so a
+    reload neither shows it again nor makes a second key)."""
     workspace = current_workspace(request)
-    return render(
-        request,
-        "platform/settings.html",
-        {
-            "workspace": workspace,
-            "members": Membership.objects.filter(workspace=workspace).select_related("user"),
-            "keys": ApiKey.objects.filter(workspace=workspace).select_related("created_by"),
-            "can_manage": is_owner(request.user, workspace),
-        },
-    )
-
-
-@login_required
-@require_POST
-def api_key_create(request):
-    """Issue a key and show its secret on this response only: it is stored hashed and never shown again."""
-    workspace = current_workspace(request)
-    if not is_owner(request.user, workspace):
-        raise PermissionDenied("Only a workspace owner manages API keys.")
-    name = request.POST.get("name", "").strip()[:100]
-    key, secret = ApiKey.issue(workspace, name=name, created_by=request.user)
+    new_key = request.session.pop(NEW_KEY_SESSION_KEY, None)
+    if new_key and new_key.get("workspace") != workspace.pk:
+        new_key = None
     response = render(
         request,
         "platform/settings.html",
@@ -57,13 +45,34 @@ def api_key_create(request):
             "workspace": workspace,
             "members": Membership.objects.filter(workspace=workspace).select_related("user"),
             "keys": ApiKey.objects.filter(workspace=workspace).select_related("created_by"),
-            "can_manage": True,
-            "new_key": key,
-            "new_secret": secret,
+            "can_manage": is_owner(request.user, workspace),
+            "new_key": new_key,
         },
     )
-    response["Cache-Control"] = "no-store"
+    if new_key:
+        response["Cache-Control"] = "no-store"
     return response
+
+
+@login_required
+@require_POST
+def api_key_create(request):
+    """Issue a key, then redirect (post/redirect/get) to the settings page, which shows its secret once."""
+    workspace = current_workspace(request)
+    if not is_owner(request.user, workspace):
+        raise PermissionDenied("Only a workspace owner manages API keys.")
+    name = request.POST.get("name", "").strip()[:100]
+    if not name:
+        messages.error(request, "Give the key a name, so you can tell it apart when you revoke it.")
+        return redirect("platform:settings")
+    key, secret = ApiKey.issue(workspace, name=name, created_by=request.user)
+    request.session[NEW_KEY_SESSION_KEY] = {
+        "workspace": workspace.pk,
+        "name": key.name,
+        "display": key.display,
+        "secret": secret,
+    }
+    return redirect("platform:settings")
 
 
 @login_required
@@ -101,10 +110,13 @@ def cost_chart(days: list[date], rows: list[dict]) -> dict:
                 {"x": round(x, 1), "y": round(y, 1), "width": round(slot * 0.7, 1), "height": round(height, 1),
                  "source": source, "title": f"{day:%Y-%m-%d} {source}: ${cost:.4f}"}
             )  # fmt: skip
+    # Counted back from the last day, so today always has its label; at most about ten labels.
+    step = 1 if len(days) <= 10 else -(-len(days) // 10)
+    last = len(days) - 1
     labels = [
-        {"x": round(CHART_PAD + i * slot + slot / 2, 1), "text": f"{day:%m-%d}"}
+        {"x": round(CHART_PAD + i * slot + slot / 2, 1), "text": "today" if i == last else f"{day:%b} {day.day}"}
         for i, day in enumerate(days)
-        if len(days) <= 10 or i % max(1, len(days) // 10) == 0
+        if (last - i) % step == 0
     ]
     return {
         "width": CHART_WIDTH,

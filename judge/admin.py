@@ -14,7 +14,9 @@ def run_admin_link(run) -> str:
 
 @admin.register(Judgment)
 class JudgmentAdmin(admin.ModelAdmin):
-    list_display = ["run_link", "verdict", "reason_excerpt", "blocked", "impossible", "model", "judged_at"]
+    list_display = ["judged_at", "run_link", "verdict", "reason_excerpt", "blocked", "impossible", "model"]
+    # The run column is a link to the run already: the judgment's own link is its date, never an empty anchor.
+    list_display_links = ["judged_at"]
     list_filter = ["verdict", "blocked", "impossible", "model"]
     list_select_related = ["run"]
     raw_id_fields = ["run", "requested_by"]

@@ -183,19 +183,14 @@ class CostFilter(admin.SimpleListFilter):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
+    # One compact column per concern (the outcome, the signals, the judge, the money), so the list fits a laptop
+    # screen with every signal shown; each signal keeps its own filter on the right.
     list_display = [
         "public_id",
-        "workspace",
         "task_excerpt",
-        "status",
-        "success",
-        "error_code",
-        "verdict_turn",
-        "verdict_followed",
+        "ending",
         "turns",
-        "loop_nudges",
-        "stagnation_nudges",
-        "budget_notices",
+        "signals_summary",
         "judge_verdict",
         "usage_requests",
         "cost_usd",
@@ -221,6 +216,7 @@ class RunAdmin(admin.ModelAdmin):
         "workspace",
     ]
     list_select_related = ["workspace"]
+    list_per_page = 50
     search_fields = ["public_id", "task"]
     raw_id_fields = ["workspace", "session", "created_by"]
     date_hierarchy = "created_at"
@@ -289,7 +285,33 @@ class RunAdmin(admin.ModelAdmin):
     @admin.display(description="task", ordering="task")
     def task_excerpt(self, obj: Run) -> str:
         # Task text is user content: format_html escapes it, the full text goes in the title attribute.
-        return format_html('<span title="{}">{}</span>', obj.task, Truncator(obj.task).chars(60))
+        return format_html('<span class="task-excerpt" title="{}">{}</span>', obj.task, Truncator(obj.task).chars(70))
+
+    @admin.display(description="outcome", ordering="status")
+    def ending(self, obj: Run) -> str:
+        verdict = {True: "success", False: "failure"}.get(obj.success, "")
+        parts = [obj.status, verdict, obj.error_code if obj.error_code != obj.status else ""]
+        return " · ".join(part for part in parts if part)
+
+    @admin.display(description="signals")
+    def signals_summary(self, obj: Run) -> str:
+        """The runtime's signals in one short line; only what fired is named, so a calm run reads "calm"."""
+        signals = obj.signals if isinstance(obj.signals, dict) else {}
+        if not signals:
+            return "-"
+        fired = []
+        turn = signals.get("verdict_turn")
+        if turn and turn != "none":
+            followed = signals.get("verdict_followed")
+            fired.append(
+                f"verdict turn: {turn}" + (" (done)" if followed else " (no done)" if followed is False else "")
+            )
+        for key, label in (("loop_nudges", "loop"), ("stagnation_nudges", "stagnation"), ("budget_notices", "budget")):
+            if signals.get(key):
+                fired.append(f"{label} ×{signals[key]}")
+        if signals.get("failures_max"):
+            fired.append("failure budget")
+        return ", ".join(fired) or "calm"
 
     @admin.display(description="verdict turn")
     def verdict_turn(self, obj: Run) -> str:
@@ -329,8 +351,7 @@ class RunAdmin(admin.ModelAdmin):
         if obj.pk is None:
             return "-"
         return format_html(
-            '<a href="{}">run page</a> · <a href="{}">events</a> · <a href="{}">model requests</a> · '
-            '<a href="{}">judgments</a>',
+            '<a href="{}">page</a> · <a href="{}">events</a> · <a href="{}">requests</a> · <a href="{}">judgments</a>',
             reverse("runs:detail", args=[obj.public_id]),
             f"{reverse('admin:runs_event_changelist')}?run__id__exact={obj.pk}",
             f"{reverse('admin:agent_platform_modelrequest_changelist')}?run__id__exact={obj.pk}",

@@ -1,5 +1,9 @@
-"""Live websockets: a run's events (backlog from the database, then live, by seq) and a workspace's run changes."""
+"""Live websockets: a run's events (backlog from the database, then live, by seq), its browser's live picture, and a
+workspace's run changes."""
 
+import asyncio
+import logging
+import time
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -10,6 +14,8 @@ from agent_platform.models import workspaces_of
 
 from .events import run_group, workspace_group
 from .models import Event, Run
+
+log = logging.getLogger(__name__)
 
 # Close codes in the private range: the client tells "sign in again" from "no such run" without an HTTP status.
 CLOSE_UNAUTHENTICATED = 4401
@@ -145,3 +151,76 @@ class RunsListConsumer(AsyncJsonWebsocketConsumer):
 
     async def run_changed(self, message: dict) -> None:
         await self.send_json({"type": "run.changed", "run_id": message["run_id"]})
+
+
+# How often a connected live viewer refreshes its presence (well inside live_view.PRESENCE_TTL_SECONDS), and how
+# old a frame may be before a slow viewer skips it rather than fall further behind.
+PRESENCE_REFRESH_SECONDS = 2
+FRAME_MAX_AGE_SECONDS = 1.5
+
+
+class LiveViewConsumer(AsyncJsonWebsocketConsumer):
+    """`ws/runs/<run_id>/live/`: the live picture of the run's browser tab while this socket is open.
+
+    Being connected is what makes the worker stream (a presence key it polls); frames are forwarded as
+    {"type": "frame", "jpeg": base64, "width", "height", "url", "cursor": {x, y, action} | null}, stale ones
+    dropped; {"type": "ended"} when the run's browser closes.
+    """
+
+    async def connect(self) -> None:
+        self.group = None
+        self.presence = None
+        user = self.scope.get("user")
+        await self.accept()
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        found = await _visible_run(user, self.scope["url_route"]["kwargs"]["run_id"])
+        if found is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        from .agent.live_view import live_group
+
+        self.public_id = found[1]
+        self.group = live_group(self.public_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.presence = asyncio.ensure_future(self.keep_present())
+        await self.send_json({"type": "watching"})
+
+    async def keep_present(self) -> None:
+        from .agent.live_view import amark_watched
+
+        while True:
+            try:
+                await amark_watched(self.public_id)
+            except Exception:
+                # the worker then sees no viewer and streams nothing: the page shows the screenshots
+                log.debug("live view of %s: presence not recorded", self.public_id, exc_info=True)
+            await asyncio.sleep(PRESENCE_REFRESH_SECONDS)
+
+    async def disconnect(self, code: int) -> None:
+        if self.presence is not None:
+            self.presence.cancel()
+        if self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive_json(self, content, **kwargs) -> None:
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+
+    async def live_frame(self, message: dict) -> None:
+        if time.time() - float(message.get("sent_at") or 0) > FRAME_MAX_AGE_SECONDS:
+            return
+        await self.send_json(
+            {
+                "type": "frame",
+                "jpeg": message["jpeg"],
+                "width": message.get("width"),
+                "height": message.get("height"),
+                "url": message.get("url") or "",
+                "cursor": message.get("cursor"),
+            }
+        )
+
+    async def live_ended(self, message: dict) -> None:
+        await self.send_json({"type": "ended"})

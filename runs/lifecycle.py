@@ -33,6 +33,25 @@ def mark_started(run: Run, worker: str) -> bool:
     return True
 
 
+def wait_behind_earlier_run(run_id: int) -> bool:
+    """True while a queued run's session has an earlier run still queued or running; says so once, in a run.waiting
+    event naming that run (a run always waits behind its session's runs in launch order)."""
+    run = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).first()
+    if run is None:
+        return False
+    earlier = (
+        Run.objects.filter(session_id=run.session_id, pk__lt=run.pk)
+        .filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+        .order_by("-pk")
+        .first()
+    )
+    if earlier is None:
+        return False
+    if not run.events.filter(type="run.waiting", payload__behind=earlier.public_id).exists():
+        emit(run, "run.waiting", {"behind": earlier.public_id, "behind_status": earlier.status})
+    return True
+
+
 def heartbeat(run: Run) -> None:
     Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
 

@@ -5,10 +5,19 @@ from celery import shared_task
 from . import lifecycle
 from .agent import worker  # noqa: F401  (connects the signals that close the worker's browser on shutdown)
 
+# How often a follow-up queued behind its session's earlier run looks again.
+WAIT_BEHIND_SECONDS = 2
+
 
 @shared_task(name="runs.tasks.execute_run", bind=True, acks_late=True, max_retries=0, ignore_result=True)
 def execute_run(self, run_id: int) -> None:
-    """Run one run's agent loop in this worker thread; never retried, since a retry could repeat actions on the web."""
+    """Run one run's agent loop in this worker thread; never retried, since a retry could repeat actions on the web.
+
+    A follow-up whose session still has an earlier run queued or running waits for it (re-enqueued with a
+    countdown, holding no worker thread), so it starts in the browser state that run leaves behind."""
+    if lifecycle.wait_behind_earlier_run(run_id):
+        self.apply_async(args=[run_id], countdown=WAIT_BEHIND_SECONDS)
+        return
     from .agent.loop import execute_run as run_loop  # the runtime loads Playwright and the SDK, which the web needn't
 
     run_loop(run_id, worker=self.request.hostname or "worker")

@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/<str:run_id>/cancel/", views.run_cancel, name="cancel"),
     path("runs/<str:run_id>/rejudge/", views.run_rejudge, name="rejudge"),
     path("runs/<str:run_id>/screenshots/<str:name>", views.screenshot, name="screenshot"),
+    path("runs/<str:run_id>/trace.zip", views.run_trace, name="trace"),
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/<str:session_id>/", views.session_detail, name="session"),
 ]

@@ -23,6 +23,7 @@ from agent_platform.models import ModelRequest, workspaces_of
 
 from .agent import profiles
 from .agent.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
+from .agent.tracing import has_trace
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, LaunchError, launch_run, same_schema
 from .models import Event, Run, Session
@@ -34,7 +35,7 @@ LAUNCH_ERROR_STATUS = {"invalid_request": 400, "conflict": 409, "not_found": 404
 # Event types the timeline draws in their own way; any other type is shown with its raw data.
 KNOWN_TYPES = frozenset(
     {
-        "run.started", "agent.message", "agent.tool_use", "agent.tool_result", "agent.usage", "agent.final_view",
+        "run.started", "run.waiting", "agent.message", "agent.tool_use", "agent.tool_result", "agent.usage", "agent.final_view",
         "run.finished", "run.judged", "span.outcome_evaluation_start", "span.outcome_evaluation_end",
     }
 )  # fmt: skip
@@ -64,7 +65,8 @@ def session_for_user(user, session_id: str) -> Session:
 
 
 def with_judge_verdict(runs):
-    """Runs with the columns of a list row: the latest judge verdict and the turn of the latest action."""
+    """Runs with the column a list row needs beyond the run's own: the latest judge verdict. (Turns come from the
+    run's signals, which the runtime saves every turn, so the row counts them as the turn budget does.)"""
     from judge.models import Judgment
 
     latest = Judgment.objects.filter(run=OuterRef("pk")).order_by("-judged_at", "-id")
@@ -187,15 +189,56 @@ def result_lines(payload: dict) -> list[dict]:
     return lines
 
 
+REFUSED_PREFIXES = ("verdict_required", "Not executed")
+
+
+def reply_labels(events: list[Event]) -> dict[int, str]:
+    """Each model reply's separator in the timeline, numbered the way the turn budget counts: a reply whose browser
+    action ran is an action turn ("Turn 2"); one that only called done is the verdict; any other is a reply."""
+    results = {event.payload.get("tool_use_id"): event for event in events if event.type == "agent.tool_result"}
+    acted: dict[int, bool] = {}
+    verdict: set[int] = set()
+    for event in events:
+        reply = event.payload.get("turn")
+        if event.type not in ("agent.message", "agent.tool_use") or not isinstance(reply, int):
+            continue
+        acted.setdefault(reply, False)
+        if event.type != "agent.tool_use":
+            continue
+        if event.payload.get("toolset") == "browser":
+            result = results.get(event.payload.get("id"))
+            text = result_text(result.payload.get("content")) if result else ""
+            if not text.startswith(REFUSED_PREFIXES):
+                acted[reply] = True
+            elif text.startswith("verdict_required"):
+                verdict.add(reply)
+        elif event.payload.get("name") == "done":
+            verdict.add(reply)
+    labels = {}
+    action_turns = 0
+    for reply in sorted(acted):
+        if acted[reply]:
+            action_turns += 1
+            labels[reply] = f"Turn {action_turns}"
+        else:
+            labels[reply] = "Verdict" if reply in verdict else "Reply"
+    return labels
+
+
 def timeline(events: list[Event]) -> list[dict]:
     """The run's events as the template shows them: pretty tool inputs, result lines with notices marked."""
     items = []
     current_turn = None
+    labels = reply_labels(events)
     for event in events:
         item = {"seq": event.seq, "type": event.type, "data": event.payload, "at": event.processed_at}
         turn = event.payload.get("turn") if event.type in ("agent.message", "agent.tool_use") else None
         if turn is not None and turn != current_turn:
             item["turn_start"] = turn
+            item["turn_label"] = labels.get(turn, "Reply")
+            item["turn_action"] = (
+                item["turn_label"].removeprefix("Turn ") if item["turn_label"].startswith("Turn ") else ""
+            )
             current_turn = turn
         if event.type == "agent.tool_use":
             item["input_json"] = json.dumps(event.payload.get("input"), indent=2, ensure_ascii=False)
@@ -223,6 +266,26 @@ def tree(value, depth: int = 0) -> dict:
     return {"kind": "scalar", "type": kind, "json": json.dumps(value, ensure_ascii=False)}
 
 
+def decimal_places(values: list) -> int | None:
+    """How many decimals a column of numbers is shown with: as many as its most precise value has (at most 6), so
+    prices read 49.00, 14.50, 9.99 and not 49.0, 14.5, 9.99. None for a column that is not all numbers."""
+    numbers = [v for v in values if v is not None]
+    if not numbers or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers):
+        return None
+    fractions = [repr(v) for v in numbers if isinstance(v, float) and not v.is_integer()]
+    if not fractions:
+        return 0  # whole numbers, even when JSON wrote them as 49.0
+    return min(6, max(len(text.split(".")[1]) if "." in text and "e" not in text else 0 for text in fractions))
+
+
+def cell(value, places: int | None):
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    if places is not None and value is not None:
+        return f"{value:.{places}f}"
+    return value
+
+
 def tables(data) -> list[dict]:
     """The arrays of flat objects in `data` (top level or one level down) as tables: the readable view of results."""
     found = []
@@ -233,12 +296,68 @@ def tables(data) -> list[dict]:
             columns: list[str] = []
             for row in value:
                 columns.extend(c for c in row if c not in columns)
+            places = {column: decimal_places([row.get(column) for row in value]) for column in columns}
             rows = [
-                [row.get(c) if not isinstance(row.get(c), dict | list) else json.dumps(row.get(c)) for c in columns]
+                [{"value": cell(row.get(c), places[c]), "numeric": places[c] is not None} for c in columns]
                 for row in value
             ]
             found.append({"name": key, "columns": columns, "rows": rows})
     return found
+
+
+# The runtime's signals in words (spec: Results and verdicts, Signals); a value of None reads "not yet".
+SIGNAL_LABELS = {
+    "turns": "Action turns used",
+    "max_turns": "Action turns allowed",
+    "budget_notices": "Budget warnings shown",
+    "loop_nudges": "Told it was repeating itself",
+    "stagnation_nudges": "Told the page stopped changing",
+    "failures_max": "Failure budget reached",
+    "verdict_turn": "What brought the verdict turn",
+    "verdict_followed": "Called done on the verdict turn",
+}
+VERDICT_TURN_WORDS = {
+    "none": "none (the agent ended on its own)",
+    "cap": "the action budget",
+    "failures": "five failures in a row",
+    "prose": "a reply without done",
+}
+HOT_SIGNALS = ("failures_max", "loop_nudges", "stagnation_nudges")
+
+
+def signal_rows(signals: dict) -> list[dict]:
+    """Signals as labelled rows; `verdict_followed` only means something when a verdict turn happened."""
+    rows = []
+    for key, value in signals.items():
+        if key == "verdict_followed" and signals.get("verdict_turn") in (None, "none"):
+            shown = "no verdict turn"
+        elif key == "verdict_turn":
+            shown = VERDICT_TURN_WORDS.get(str(value), str(value))
+        elif value is True:
+            shown = "yes"
+        elif value is False:
+            shown = "no"
+        elif value is None:
+            shown = "not yet"
+        else:
+            shown = str(value)
+        rows.append(
+            {"key": key, "label": SIGNAL_LABELS.get(key, key.replace("_", " ")), "value": shown,
+             "hot": key in HOT_SIGNALS and bool(value)}
+        )  # fmt: skip
+    return rows
+
+
+def judge_state(run: Run, judged: bool) -> str:
+    """The run's judging in one word for its pills: judged, judging, on (before it ends), skipped (cancelled runs
+    are never judged), or "" for a run without the judge."""
+    if judged:
+        return "judged"
+    if not run.judge:
+        return ""
+    if not run.is_finished:
+        return "on"
+    return "skipped" if run.status == Run.Status.CANCELLED else "judging"
 
 
 def summary_context(run: Run) -> dict:
@@ -253,24 +372,84 @@ def summary_context(run: Run) -> dict:
         if event.payload.get("is_error") and result_text(event.payload.get("content")).startswith(VIOLATION_PREFIX)
     ]
     outcome = Outcome.objects.filter(run=run).first()
+    judgments = list(Judgment.objects.filter(run=run))
     return {
         "run": run,
+        "judge_state": judge_state(run, bool(judgments)),
+        "signal_rows": signal_rows(run.signals or {}),
         "data_json": json.dumps(run.data, indent=2, ensure_ascii=False) if run.data is not None else "",
         "data_tree": tree(run.data) if run.data is not None else None,
         "data_tables": tables(run.data),
         "violations": violations,
-        "judgments": list(Judgment.objects.filter(run=run)),
+        "judgments": judgments,
         "outcome": outcome,
         "evaluations": list(outcome.evaluations.all()) if outcome else [],
         "usage_sources": usage_by(ModelRequest.objects.filter(run=run), "source"),
         "signals": run.signals or {},
         "judge_context_slots": JUDGE_CONTEXT_SLOTS,
+        "has_trace": run.is_finished and has_trace(run.public_id),
     }
 
 
 def turn_budget(run: Run, events: list[Event]) -> int:
-    turns = {event.payload.get("turn") for event in events if event.type == "agent.tool_use"}
-    return int((run.signals or {}).get("turns") or len(turns - {None}))
+    """Action turns used: the runtime's own count once it saved one, else the action turns in the timeline."""
+    saved = (run.signals or {}).get("turns")
+    if saved is not None:
+        return int(saved)
+    return sum(1 for label in reply_labels(events).values() if label.startswith("Turn "))
+
+
+def replay_steps(events: list[Event]) -> list[dict]:
+    """One replay step per screenshot: the picture, the agent's message of that reply, the action and its result.
+
+    Texts are passed to the page as JSON (json_script) and drawn with textContent: they hold page and model text."""
+    message_of: dict = {}
+    use_of: dict = {}
+    last_message = ""
+    steps = []
+    for event in events:
+        data = event.payload
+        if event.type == "agent.message":
+            message_of[data.get("turn")] = message_of.get(data.get("turn"), "") + str(data.get("text") or "")
+            last_message = message_of[data.get("turn")]
+        elif event.type == "agent.tool_use":
+            use_of[data.get("id")] = data
+        elif event.type in ("agent.tool_result", "agent.final_view") and data.get("screenshot_url"):
+            use = use_of.get(data.get("tool_use_id")) or {}
+            final = event.type == "agent.final_view"
+            steps.append(
+                {
+                    "seq": event.seq,
+                    "screenshot": data["screenshot_url"],
+                    "url": data.get("url") or "",
+                    # the final view shows the agent's last words (its verdict reply)
+                    "message": last_message if final else message_of.get(data.get("turn"), ""),
+                    "action": "Final view" if final else str(use.get("name") or data.get("name") or ""),
+                    "input": None if final else use.get("input"),
+                    "result": "" if final else result_text(data.get("content"))[:2000],
+                    "is_error": bool(data.get("is_error")),
+                }
+            )
+    return steps
+
+
+@login_required
+def run_trace(request, run_id: str):
+    """The run's Playwright trace (secrets masked), for `playwright show-trace` or trace.playwright.dev."""
+    from .agent.tracing import trace_path
+
+    run = run_for_user(request.user, run_id)
+    path = trace_path(run.public_id)
+    if not default_storage.exists(path):
+        raise Http404("This run kept no trace.")
+    response = FileResponse(
+        default_storage.open(path, "rb"),
+        content_type="application/zip",
+        as_attachment=True,
+        filename=f"{run.public_id}-trace.zip",
+    )
+    response["Cache-Control"] = "private, no-store"
+    return response
 
 
 @login_required
@@ -288,6 +467,7 @@ def run_detail(request, run_id: str):
         {
             "timeline": timeline(events),
             "model_deprecation": next((e.payload for e in events if e.type == MODEL_DEPRECATED_EVENT), None),
+            "replay_steps": replay_steps(events),
             "last_seq": events[-1].seq if events else 0,
             "screenshots": screenshots,
             "latest_screenshot": screenshots[-1] if screenshots else None,
@@ -303,6 +483,7 @@ def run_detail(request, run_id: str):
                 "turns": turns,
                 "finished": run.is_finished,
                 "summary_url": reverse("runs:summary", args=[run.public_id]),
+                "live_socket": f"/ws/runs/{run.public_id}/live/",
                 "usage": {
                     "requests": run.usage_requests,
                     "total": run.usage_total,
@@ -401,8 +582,10 @@ def run_new(request):
             error = launch_error
         else:
             return redirect("runs:detail", run.public_id)
-    values = request.POST if request.method == "POST" else {}
-    judge_context = judge_context_from(request.POST) if request.method == "POST" else []
+    if request.method == "POST":
+        values, judge_context = request.POST, judge_context_from(request.POST)
+    else:
+        values, judge_context = follow_up_values(session, request.GET)
     models, models_unavailable = model_choices()
     return render(
         request,
@@ -437,6 +620,25 @@ def run_new(request):
         },
         status=LAUNCH_ERROR_STATUS.get(error.type, 400) if error else 200,
     )
+
+
+def follow_up_values(session: Session | None, query) -> tuple[dict, list[str]]:
+    """What the launch form starts with: for a follow-up, the session's latest run's settings (model, turns, judge
+    and its context, as the quick follow-up inherits them), overridden by what the link carries (the quick box's
+    task when the operator asks for more options)."""
+    values: dict = {}
+    judge_context: list[str] = []
+    latest = session.runs.order_by("-created_at", "-id").first() if session is not None else None
+    if latest is not None:
+        values = {"model": latest.model, "max_turns": latest.max_turns, "judge": latest.judge}
+        judge_context = list(latest.judge_context or [])
+    for field in ("task", "start_url", "model", "max_turns"):
+        if query.get(field):
+            values[field] = query.get(field)
+    if "judge" in query:
+        values["judge"] = bool(query.get("judge"))
+        judge_context = judge_context_from(query)
+    return values, judge_context
 
 
 @login_required
@@ -482,9 +684,18 @@ def session_list(request):
     from django.db.models import Count, Max
 
     workspace = current_workspace(request)
+    runs = Run.objects.filter(session=OuterRef("pk"))
+    first_run = runs.order_by("created_at", "id")
+    latest_run = runs.order_by("-created_at", "-id")
     sessions = (
         Session.objects.for_workspace(workspace)
-        .annotate(run_count=Count("runs"), last_run_at=Max("runs__created_at"))
+        .annotate(
+            run_count=Count("runs"),
+            last_run_at=Max("runs__created_at"),
+            first_task=Subquery(first_run.values("task")[:1]),
+            latest_status=Subquery(latest_run.values("status")[:1]),
+            latest_run_id=Subquery(latest_run.values("public_id")[:1]),
+        )
         .order_by("-created_at", "-id")
     )
     page = Paginator(sessions, PAGE_SIZE).get_page(request.GET.get("page"))

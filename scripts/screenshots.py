@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parent.parent
@@ -89,7 +90,7 @@ def take(base: str, password: str) -> None:
         while time.monotonic() < deadline:
             page.goto(f"{base}/")
             busy = page.locator("#runs-body tr[data-status='queued'], #runs-body tr[data-status='running']").count()
-            pending = page.locator("#runs-body td .badge.v-none", has_text="pending").count()
+            pending = page.locator("#runs-body td .badge.v-none", has_text="judging").count()
             if page.locator("#runs-body tr[data-run-id]").count() and not busy and not pending:
                 break
             time.sleep(2)
@@ -100,14 +101,44 @@ def take(base: str, password: str) -> None:
         page.wait_for_selector("#timeline [data-seq]")
         page.screenshot(path=str(OUT / "run-page.png"))
 
+        # Replay of that run: the second step, its screenshot beside the agent's message and action.
+        page.locator("#replay-open").click()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("document.getElementById('replay-img').complete")
+        page.screenshot(path=str(OUT / "replay.png"))
+        page.keyboard.press("Escape")
+
         page.goto(f"{base}/usage/")
         page.screenshot(path=str(OUT / "usage.png"))
+
+        live_view(page, base)
 
         page.goto(f"{base}/runs/new/")
         page.get_by_role("button", name=re.compile("graded against a rubric")).click()
         page.locator("#schema-lint").filter(has_text="accepted").wait_for()
         page.screenshot(path=str(OUT / "launch-form.png"))
         browser.close()
+
+
+def live_view(page, base: str) -> None:
+    """A demo run watched while it runs: the live picture of its tab (a demo run with the scripted model is quick, so
+    a few are launched until one is caught with frames on screen)."""
+    for _ in range(5):
+        page.goto(f"{base}/runs/new/")
+        page.get_by_role("button", name=re.compile("Demo shop")).first.click()
+        page.get_by_role("button", name="Launch run").click()
+        page.wait_for_url(re.compile(r".*/runs/run_[a-z0-9]+/$"))
+        try:
+            page.wait_for_function(
+                "Number(document.getElementById('live-view').dataset.frames || 0) >= 2 && "
+                "!document.getElementById('live-view').hidden",
+                timeout=20000,
+            )
+        except PlaywrightTimeoutError:
+            continue
+        page.screenshot(path=str(OUT / "live-view.png"))
+        return
+    print("no live frame caught: live-view.png not taken", file=sys.stderr)
 
 
 def main() -> int:

@@ -176,7 +176,11 @@ def test_a_dropped_socket_resumes_with_every_event_exactly_once(asgi_server, chr
     page.evaluate("window.Pilothouse.runSocket.drop()")
     expect(page.locator("#connection-banner")).to_contain_text("Connection lost")
     for turn in range(2, 8):  # written while the viewer is away: they must come from the backlog
-        emit(run, "agent.tool_use", {"id": f"t{turn}", "name": "find", "input": {"query": "x"}, "turn": turn})
+        emit(
+            run,
+            "agent.tool_use",
+            {"id": f"t{turn}", "name": "find", "toolset": "browser", "input": {"query": "x"}, "turn": turn},
+        )
     expect(page.locator("#connection-banner")).to_contain_text("back", timeout=10000)
     emit(run, "agent.message", {"text": "after the reconnect", "turn": 8})
     page.wait_for_selector('[data-seq="9"]')

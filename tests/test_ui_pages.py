@@ -188,7 +188,7 @@ def test_sessions_pages(alice_client, charlie_client, acme):
 
 
 def test_owner_creates_a_key_shown_once_and_revokes_it(alice_client, acme):
-    response = alice_client.post("/settings/keys/", {"name": "ci"})
+    response = alice_client.post("/settings/keys/", {"name": "ci"}, follow=True)
     html = response.content.decode()
     key = ApiKey.objects.get(workspace=acme, name="ci")
     secret = html.split('id="new-secret">')[1].split("<")[0]

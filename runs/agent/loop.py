@@ -295,6 +295,7 @@ class AgentLoop:
         return settings.BROWSER_ACTION_TIMEOUT_SECONDS + BROWSER_CALL_MARGIN_SECONDS
 
     def open_browser(self) -> None:
+        from runs.agent import live_view, tracing  # issue 16: live view and replay trace
         from runs.agent.browser import PlaywrightBrowserToolset
         from runs.agent.network_guard import NetworkGuard
 
@@ -314,6 +315,7 @@ class AgentLoop:
                 network_guard=guard,
                 viewport=(settings.BROWSER_VIEWPORT_WIDTH, settings.BROWSER_VIEWPORT_HEIGHT),
             )
+            await tracing.start(context, run.public_id)  # issue 16: the run's replay trace
             toolset = PlaywrightBrowserToolset(
                 context=context,
                 on_screenshot=store,
@@ -338,6 +340,7 @@ class AgentLoop:
             # a saved state Chromium refuses should not cost the run: start from a clean context instead
             log.warning("run %s: the session's browser state was refused; starting clean", run.public_id)
             self.toolset = self.host.run(build(None), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+        self.live = live_view.attach(self.host, self.toolset, run.public_id)  # issue 16: streams only while watched
 
         problem = ""
         if run.start_url:
@@ -364,6 +367,8 @@ class AgentLoop:
     def browse(self, use) -> tuple[dict, str | None]:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
         self.toolset.last_screenshot_url = None
+        if getattr(self, "live", None) is not None:
+            self.live.note_action(use.name, use.input)  # issue 16: the live view's cursor mark
         try:
             block = self.host.run(self.toolset.tool_result(use), timeout=self.browser_timeout())
         except TimeoutError:
@@ -439,10 +444,24 @@ class AgentLoop:
         except Exception:
             log.warning("run %s: could not save the browser state", self.run.public_id, exc_info=True)
         finally:
+            self.keep_trace()  # issue 16
             try:
                 self.host.run(self.toolset.close(), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
             except Exception:
                 log.warning("run %s: the browser context did not close cleanly", self.run.public_id, exc_info=True)
+
+    def keep_trace(self) -> None:
+        """Issue 16: stop the live view and keep the run's Playwright trace (secrets masked) before the context
+        closes; neither may cost the run its ending."""
+        from runs.agent import tracing
+
+        try:
+            if getattr(self, "live", None) is not None:
+                self.live.stop()
+            if self.host.is_connected:
+                tracing.finish(self.host, self.toolset.context, self.run.public_id, self.run.secrets)
+        except Exception:
+            log.warning("run %s: the trace was not kept", self.run.public_id, exc_info=True)
 
     # --- the conversation -------------------------------------------------------------------------------
 

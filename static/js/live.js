@@ -3,6 +3,7 @@
   "use strict";
 
   function banner(state, text) {
+    if (this && this.options && this.options.quiet) return;
     var element = document.getElementById("connection-banner");
     if (!element) return;
     element.className = "banner " + state;
@@ -11,7 +12,8 @@
   }
 
   /* options: path() -> websocket path (called on each connect, so it can carry the last seq),
-     onMessage(message), onOpen(), onGone(code) for a close the server meant (not signed in, not found). */
+     onMessage(message), onOpen(), onGone(code) for a close the server meant (not signed in, not found);
+     quiet: true keeps a secondary socket (the live picture) from showing the connection banner. */
   function LiveSocket(options) {
     this.options = options;
     this.attempt = 0;
@@ -30,9 +32,9 @@
       self.attempt = 0;
       if (self.wasLost) {
         self.wasLost = false;
-        banner("back", "Live updates are back.");
+        banner.call(self, "back", "Live updates are back.");
         window.setTimeout(function () {
-          if (!self.wasLost) banner("", "");
+          if (!self.wasLost) banner.call(self, "", "");
         }, 2500);
       }
       if (self.options.onOpen) self.options.onOpen();
@@ -51,18 +53,24 @@
       // 4401: the sign-in expired; 4404: no such run here. Retrying would not change either.
       if (event.code === 4401 || event.code === 4404) {
         self.stopped = true;
-        banner("lost", event.code === 4401 ? "Signed out: reload the page to sign in again." : "This feed is not available.");
+        banner.call(self, "lost", event.code === 4401 ? "Signed out: reload the page to sign in again." : "This feed is not available.");
         if (self.options.onGone) self.options.onGone(event.code);
         return;
       }
       self.wasLost = true;
-      banner("lost", "Connection lost. Reconnecting…");
+      banner.call(self, "lost", "Connection lost. Reconnecting…");
       var delay = Math.min(15000, 500 * Math.pow(2, self.attempt)) * (0.75 + Math.random() * 0.5);
       self.attempt += 1;
       window.setTimeout(function () {
         if (!self.stopped) self.connect();
       }, delay);
     });
+  };
+
+  /* Close for good: no reconnect (the live picture stops when the run ends). */
+  LiveSocket.prototype.stop = function () {
+    this.stopped = true;
+    if (this.socket) this.socket.close();
   };
 
   /* Drop the current connection as a network failure would (the page and the tests use it). */

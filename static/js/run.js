@@ -16,7 +16,19 @@
   var currentTurn = null;
   var lastTurnSep = timeline.querySelectorAll(".turn-sep");
   if (lastTurnSep.length) currentTurn = parseInt(lastTurnSep[lastTurnSep.length - 1].dataset.turn, 10);
-  var SUMMARY_TYPES = { "run.finished": 1, "run.judged": 1, "span.outcome_evaluation_end": 1, "span.outcome_evaluation_start": 1 };
+  // The summary (verdict, judge, signals, usage) and the header's numbers are re-read from the server together on
+  // these, so no two panels of the page disagree.
+  var SUMMARY_TYPES = {
+    "run.started": 1, "run.finished": 1, "run.judged": 1, "agent.usage": 1,
+    "span.outcome_evaluation_end": 1, "span.outcome_evaluation_start": 1,
+  };
+  var REFUSED = ["verdict_required", "Not executed"];
+  var actionTurns = turns;
+  var replyActed = {};
+  timeline.querySelectorAll(".turn-sep[data-action]").forEach(function (sep) {
+    replyActed[sep.dataset.turn] = true;
+    actionTurns = Math.max(actionTurns, parseInt(sep.dataset.action, 10) || 0);
+  });
 
   function el(tag, className, text) {
     var node = document.createElement(tag);
@@ -146,9 +158,22 @@
         item.appendChild(meta(event, "Run finished"));
         body = el("div", "ev-body");
         body.appendChild(badge("st-" + d.status, d.status));
-        if (d.error_code) body.appendChild(el("span", "error", " " + d.error_code));
-        if (d.error_message) body.appendChild(document.createTextNode(" — " + d.error_message));
+        if (d.error_code && d.error_code !== d.status) body.appendChild(el("span", "error", " " + d.error_code));
+        if (d.error_message) body.appendChild(document.createTextNode(" " + d.error_message));
         item.appendChild(body);
+        break;
+      case "run.waiting":
+        item = el("li", "ev ev-compact ev-waiting");
+        var behind = el("a", "mono", d.behind);
+        behind.href = "/runs/" + encodeURIComponent(d.behind || "") + "/";
+        var kind = el("span", "kind", "Queued behind ");
+        kind.appendChild(behind);
+        kind.appendChild(document.createTextNode(", the session's earlier run: it starts in that run's browser state when that run ends"));
+        var row = el("div", "ev-meta");
+        row.appendChild(el("span", "seq", "#" + event.seq));
+        row.appendChild(kind);
+        row.appendChild(el("time", "", clock(event.processed_at)));
+        item.appendChild(row);
         break;
       case "run.judged":
         item = el("li", "ev ev-judged");
@@ -193,6 +218,7 @@
   function showUsage() {
     setText("usage-total", usage.total.toLocaleString("en-US"));
     setText("usage-requests", usage.requests);
+    setText("usage-requests-s", usage.requests === 1 ? "" : "s");
     setText("usage-output", usage.output.toLocaleString("en-US"));
     setText("usage-cache", usage.cache_read.toLocaleString("en-US"));
     setText("usage-cost", usage.cost.toFixed(4));
@@ -258,12 +284,98 @@
           var fresh = template.content.firstElementChild;
           document.getElementById("summary").replaceWith(fresh);
           bindTabs(fresh);
-          if (fresh.dataset.turns) {
-            turns = parseInt(fresh.dataset.turns, 10) || turns;
-            showTurns();
-          }
+          syncHeader(fresh.dataset);
         });
     }, 150);
+  }
+
+  // The header from the freshly rendered summary: status, duration, judge pill, turns and usage, all from one read.
+  function syncHeader(data) {
+    setStatus(data.status);
+    if (data.turns !== "") {
+      turns = parseInt(data.turns, 10) || 0;
+      showTurns();
+    }
+    usage.requests = parseInt(data.usageRequests, 10) || 0;
+    usage.total = parseInt(data.usageTotal, 10) || 0;
+    usage.output = parseInt(data.usageOutput, 10) || 0;
+    usage.cache_read = parseInt(data.usageCache, 10) || 0;
+    usage.cost = parseFloat(data.usageCost) || 0;
+    showUsage();
+    showJudge(data.judgeState);
+    if (data.finished === "true") {
+      finished = true;
+      if (data.duration !== "") setText("run-duration", data.duration + "s");
+      var cancel = document.getElementById("cancel-form");
+      if (cancel) cancel.remove();
+      setText("live-state", "finished");
+    }
+  }
+
+  var JUDGE_PILLS = {
+    judged: ["v-pass", "judged", "The judge has read this run"],
+    judging: ["v-none", "judging…", "The judge is reading the finished run"],
+    on: ["v-none", "judge on", "The judge reads the run after it finishes"],
+    skipped: ["v-none", "not judged", "Cancelled runs are not judged"],
+  };
+  function showJudge(state) {
+    var holder = document.getElementById("judge-pill");
+    if (!holder) return;
+    holder.textContent = "";
+    var pill = JUDGE_PILLS[state];
+    if (!pill) return;
+    var node = badge(pill[0], pill[1]);
+    node.title = pill[2];
+    holder.appendChild(node);
+  }
+
+  // While the run runs, its duration counts up from started_at; the final figure comes from the server.
+  var finished = config.finished;
+  var durationNode = document.getElementById("run-duration");
+  var startedAt = durationNode && durationNode.dataset.started ? Date.parse(durationNode.dataset.started) : NaN;
+  window.setInterval(function () {
+    if (finished || isNaN(startedAt)) return;
+    durationNode.textContent = Math.max(0, Math.round((Date.now() - startedAt) / 1000)) + "s";
+  }, 1000);
+
+  function replySeparator(reply) {
+    return timeline.querySelector('.turn-sep[data-turn="' + reply + '"]');
+  }
+
+  // Replies are numbered as the turn budget counts them: one whose browser action ran is an action turn.
+  function labelReply(event) {
+    var d = event.data || {};
+    var sep = replySeparator(d.turn);
+    if (!sep || replyActed[d.turn]) return;
+    if (event.type === "agent.tool_use" && d.toolset === "browser") {
+      replyActed[d.turn] = true;
+      actionTurns += 1;
+      sep.textContent = "Turn " + actionTurns;
+      sep.dataset.action = String(actionTurns);
+      if (actionTurns > turns) {
+        turns = actionTurns;
+        showTurns();
+      }
+    } else if (event.type === "agent.tool_use" && d.name === "done") {
+      sep.textContent = "Verdict";
+    }
+  }
+
+  // A browser action refused on the verdict turn was no action: that reply is the verdict, not a turn.
+  function unlabelRefused(event) {
+    var d = event.data || {};
+    var text = resultText(d.content);
+    if (!REFUSED.some(function (prefix) { return text.indexOf(prefix) === 0; })) return;
+    var use = timeline.querySelector('.ev-tool_use[data-use-id="' + CSS.escape(String(d.tool_use_id || "")) + '"]');
+    var reply = use ? use.dataset.reply : null;
+    if (reply === null || !replyActed[reply]) return;
+    var sep = replySeparator(reply);
+    if (sep && sep.dataset.action === String(actionTurns)) {
+      replyActed[reply] = false;
+      actionTurns -= 1;
+      sep.textContent = "Verdict";
+      delete sep.dataset.action;
+    }
   }
 
   function apply(event) {
@@ -274,33 +386,26 @@
     if (empty) empty.remove();
     if ((event.type === "agent.message" || event.type === "agent.tool_use") && d.turn !== undefined && d.turn !== null && d.turn !== currentTurn) {
       currentTurn = d.turn;
-      var sep = el("li", "turn-sep", "Turn " + d.turn);
+      var sep = el("li", "turn-sep", "Reply");
       sep.dataset.turn = d.turn;
       timeline.appendChild(sep);
     }
-    timeline.appendChild(render(event));
+    var node = render(event);
+    if (event.type === "agent.tool_use") {
+      node.dataset.useId = d.id || "";
+      node.dataset.reply = d.turn;
+    }
+    timeline.appendChild(node);
     setText("event-count", lastSeq);
-    if (event.type === "agent.tool_use" && d.name !== "done" && typeof d.turn === "number" && d.turn > turns) {
-      turns = d.turn;
-      showTurns();
-    }
-    if (event.type === "agent.usage") {
-      usage.requests += 1;
-      usage.output += d.output_tokens || 0;
-      usage.cache_read += d.cache_read_input_tokens || 0;
-      usage.total += (d.input_tokens || 0) + (d.output_tokens || 0) + (d.cache_read_input_tokens || 0) + (d.cache_creation_input_tokens || 0);
-      usage.cost += parseFloat(d.cost_usd) || 0;
-      showUsage();
-    }
+    if (event.type === "agent.tool_use") labelReply(event);
+    if (event.type === "agent.tool_result") unlabelRefused(event);
     if ((event.type === "agent.tool_result" || event.type === "agent.final_view") && d.screenshot_url) addShot(event);
-    if (event.type === "run.started") setStatus("running");
-    if (event.type === "run.finished") {
-      setStatus(d.status);
-      var cancel = document.getElementById("cancel-form");
-      if (cancel) cancel.remove();
-      setText("live-state", "finished");
+    if (event.type === "run.started") {
+      setStatus("running");
+      if (isNaN(startedAt)) startedAt = Date.parse(event.processed_at);
     }
     if (SUMMARY_TYPES[event.type]) refreshSummary();
+    document.dispatchEvent(new CustomEvent("pilothouse:event", { detail: event }));
   }
 
   function setStatus(status) {
@@ -342,6 +447,18 @@
     }
   });
   bindTabs(document);
+
+  // "More options…" carries the task typed in the quick box to the full form.
+  var more = document.getElementById("follow-more");
+  if (more) {
+    more.addEventListener("click", function () {
+      var task = document.getElementById("follow-task").value;
+      var url = new URL(more.href, window.location.href);
+      if (task.trim()) url.searchParams.set("task", task);
+      else url.searchParams.delete("task");
+      more.href = url.toString();
+    });
+  }
 
   var live = new window.Pilothouse.LiveSocket({
     path: function () {

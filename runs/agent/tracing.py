@@ -1,0 +1,103 @@
+"""Each run's Playwright trace (actions, DOM snapshots, screenshots, network, console), kept for replay with secrets
+masked.
+
+What a trace records of a run's secrets: the agent types `{{secret:NAME}}` and the driver types the value, so the
+value appears in the trace's action parameters (keyboard.type, fill), in DOM snapshots of the field (its value), in
+request bodies that send it (a login form's POST) and in any page text that echoes it. Before the trace is stored,
+every text entry of the archive (trace.trace, trace.network, text resources) has each secret value replaced by its
+placeholder, in plain, JSON-escaped, URL-encoded and HTML-escaped spellings. Binary entries are kept as they are:
+the screencast JPEGs show what the page showed, like the run's screenshots do (a password field shows dots; a
+secret typed into a plain text field is visible there, as it is in the run's screenshots).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+from django.core.files import File
+from django.core.files.storage import default_storage
+
+from runs.secrets import placeholder
+
+log = logging.getLogger(__name__)
+
+TRACE_STOP_TIMEOUT_SECONDS = 30
+TEXT_SUFFIXES = (".trace", ".network", ".stacks", ".html", ".css", ".js", ".json", ".txt", ".svg", ".xml")
+
+
+def trace_path(run_public_id: str) -> str:
+    return f"traces/{run_public_id}/trace.zip"
+
+
+def has_trace(run_public_id: str) -> bool:
+    return default_storage.exists(trace_path(run_public_id))
+
+
+async def start(context: Any, title: str) -> None:
+    """Record the context from its first page on; a context that cannot be traced still runs."""
+    try:
+        await context.tracing.start(title=title, screenshots=True, snapshots=True, sources=False)
+    except Exception:
+        log.warning("no trace for %s", title, exc_info=True)
+
+
+def spellings(secret: str) -> list[str]:
+    """The ways a value can appear in a trace's text: as typed, inside JSON strings, in URLs and forms, in HTML."""
+    forms = {secret, json.dumps(secret)[1:-1], quote(secret, safe=""), quote_plus(secret), html.escape(secret)}
+    return sorted((form for form in forms if form), key=len, reverse=True)
+
+
+def mask_archive(source: Path, target: Path, secrets: dict[str, str] | None) -> None:
+    """Copy a trace archive with every secret value in its text entries replaced by the secret's placeholder."""
+    pairs = [
+        (form.encode(), placeholder(name).encode())
+        for name, value in (secrets or {}).items()
+        if value
+        for form in spellings(value)
+    ]
+    pairs.sort(key=lambda pair: -len(pair[0]))
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as masked:
+        for entry in original.infolist():
+            data = original.read(entry)
+            if pairs and is_text(entry.filename, data):
+                for secret, shown in pairs:
+                    data = data.replace(secret, shown)
+            masked.writestr(entry, data)
+
+
+def is_text(name: str, data: bytes) -> bool:
+    if name.endswith(TEXT_SUFFIXES):
+        return True
+    try:
+        data[:4096].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def finish(host: Any, context: Any, run_public_id: str, secrets: dict[str, str] | None) -> bool:
+    """Stop the context's trace, mask it and store it for the run page's download; False if there is none."""
+    with tempfile.TemporaryDirectory(prefix="trace-") as scratch:
+        raw = Path(scratch) / "raw.zip"
+        try:
+            host.run(context.tracing.stop(path=str(raw)), timeout=TRACE_STOP_TIMEOUT_SECONDS)
+        except Exception:
+            log.info("run %s: no trace to keep", run_public_id, exc_info=True)
+            return False
+        if not raw.exists():
+            return False
+        masked = Path(scratch) / "trace.zip"
+        mask_archive(raw, masked, secrets)
+        path = trace_path(run_public_id)
+        if default_storage.exists(path):
+            default_storage.delete(path)
+        with masked.open("rb") as handle:
+            default_storage.save(path, File(handle))
+    return True
