@@ -98,6 +98,8 @@ INSTALLED_APPS = [
     "runs",
     "judge",
     "demo_site",
+    "evals",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
