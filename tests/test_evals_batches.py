@@ -283,3 +283,16 @@ def test_the_suite_upload_form_launches_a_batch(alice_client):
         ("claude-sonnet-4-6", "", 30),
         ("claude-haiku-5-5", "low", 5),
     ]
+
+
+def test_the_openapi_document_names_the_evaluation_and_webhook_schemas(api):
+    document = api.get("/openapi.json").json()
+    for path in ("/api/v1/batches", "/api/v1/batches/{batch_id}", "/api/v1/batches/{batch_id}/rejudge",
+                 "/api/v1/triage", "/api/v1/judgments/{judgment_id}/truth", "/api/v1/calibration",
+                 "/api/v1/webhooks/endpoints", "/api/v1/webhooks/deliveries/{delivery_id}/resend"):  # fmt: skip
+        assert path in document["paths"], path
+    schemas = document["components"]["schemas"]
+    for name in ("BatchIn", "BatchOut", "GroupOut", "MatrixOut", "TriageItemOut", "TruthIn", "CalibrationReportOut",
+                 "EndpointIn", "EndpointCreatedOut", "DeliveryOut"):  # fmt: skip
+        assert name in schemas, name
+    assert "Wilson" in schemas["GroupOut"]["properties"]["success_interval"]["description"]

@@ -177,3 +177,27 @@ def test_charlie_sees_no_acme_endpoint_or_delivery(api, umbrella_api, charlie_cl
     assert charlie_client.post(f"/settings/webhooks/deliveries/{delivery.public_id}/resend/").status_code == 404
     assert delivery.public_id not in charlie_client.get("/settings/webhooks/").content.decode()
     assert Delivery.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_run_judged_becomes_a_delivery_only_for_endpoints_subscribed_to_it(
+    acme, umbrella, settings, django_capture_on_commit_callbacks
+):
+    from judge.models import Judgment
+    from runs.events import emit
+
+    settings.WEBHOOK_QUEUE = "webhook-tests-unconsumed"  # this test reads the recorded body; nothing is sent
+    judged = Endpoint.objects.create(workspace=acme, url="https://hooks.example.com/a", events=["run.judged"])
+    Endpoint.objects.create(workspace=acme, url="https://hooks.example.com/b", events=["run.finished"])
+    Endpoint.objects.create(workspace=umbrella, url="https://hooks.example.com/c", events=["run.judged"])
+    run = make_run(acme, judge=True, judge_context=["Only the kettle counts."], status=Run.Status.SUCCEEDED)
+    judgment = Judgment.objects.create(run=run, verdict="fail", reason="No kettle.", model="judge-a")
+    with django_capture_on_commit_callbacks(execute=True):
+        emit(run, "run.judged", {**judgment.as_dict(), "judgment_id": judgment.pk})
+    delivery = Delivery.objects.get()
+    assert delivery.endpoint == judged and delivery.event_type == "run.judged"
+    body = json.loads(delivery.body)
+    assert body["id"] == delivery.public_id and body["type"] == "run.judged"
+    assert body["data"]["judgment"]["verdict"] == "fail" and body["data"]["judgment"]["judge_model"] == "judge-a"
+    assert body["data"]["run"]["id"] == run.public_id
+    assert "judge_context" not in delivery.body and "Only the kettle" not in delivery.body
