@@ -296,3 +296,29 @@ def test_the_openapi_document_names_the_evaluation_and_webhook_schemas(api):
                  "EndpointIn", "EndpointCreatedOut", "DeliveryOut"):  # fmt: skip
         assert name in schemas, name
     assert "Wilson" in schemas["GroupOut"]["properties"]["success_interval"]["description"]
+
+
+def test_cancelling_a_batch_cancels_its_queued_runs_and_launches_no_more(api):
+    created = api.post("/batches", {"tasks": TASKS[:2], "repeats": 3, "concurrency": 2, "judge": False}).json()
+    response = api.post(f"/batches/{created['id']}/cancel")
+    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    runs = api.get(f"/batches/{created['id']}/runs").json()["runs"]
+    assert len(runs) == 6
+    assert [r["status"] for r in runs if r["run_id"]] == ["cancelled", "cancelled"]
+    assert sum(1 for r in runs if r["run_id"] is None) == 4
+    from evals.services import fill_slots
+
+    assert fill_slots(Batch.objects.get(public_id=created["id"]).pk) == 0
+    assert api.post(f"/batches/{created['id']}/cancel").json()["status"] == "cancelled", "idempotent"
+
+
+def test_rejudging_from_the_page_starts_a_round_and_charlie_cannot(api, alice_client, charlie_client):
+    created = api.post("/batches", {"tasks": TASKS[:1], "repeats": 2}).json()
+    batch = Batch.objects.get(public_id=created["id"])
+    Run.objects.filter(batch_item__batch=batch).update(status=Run.Status.SUCCEEDED, finished_at=timezone.now())
+    assert charlie_client.post(f"/batches/{batch.public_id}/rejudge/", {"judge_context": "x"}).status_code == 404
+    response = alice_client.post(f"/batches/{batch.public_id}/rejudge/", {"judge_context": "Euros only.\nNo VAT."})
+    assert response.status_code == 302
+    round_ = batch.rounds.get()
+    assert round_.number == 1 and round_.judge_context == ["Euros only.", "No VAT."]
+    assert round_.requested_by.username == "alice"
