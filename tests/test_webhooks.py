@@ -201,3 +201,17 @@ def test_run_judged_becomes_a_delivery_only_for_endpoints_subscribed_to_it(
     assert body["data"]["judgment"]["verdict"] == "fail" and body["data"]["judgment"]["judge_model"] == "judge-a"
     assert body["data"]["run"]["id"] == run.public_id
     assert "judge_context" not in delivery.body and "Only the kettle" not in delivery.body
+
+
+@pytest.mark.django_db
+def test_the_settings_page_links_to_webhooks_and_an_owner_adds_an_endpoint_there(alice_client):
+    settings_page = alice_client.get("/settings/").content.decode()
+    assert 'href="/settings/webhooks/"' in settings_page and "<title>Settings · Pilothouse</title>" in settings_page
+    response = alice_client.post(
+        "/settings/webhooks/endpoints/", {"url": "https://hooks.example.com/p", "events": ["batch.finished"]}
+    )
+    assert response.status_code == 200
+    endpoint = Endpoint.objects.get()
+    assert endpoint.events == ["batch.finished"]
+    assert endpoint.secret in response.content.decode(), "the secret is shown on the creating response"
+    assert endpoint.secret not in alice_client.get("/settings/webhooks/").content.decode(), "and never again"
