@@ -115,6 +115,8 @@ INSTALLED_APPS = [
     "runs",
     "judge",
     "demo_site",
+    "evals",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -278,6 +280,14 @@ RUN_STALE_AFTER_SECONDS = envint("RUN_STALE_AFTER_SECONDS", 60, minimum=5)
 # A run queued this long without a worker claiming it is enqueued again (its message may have been lost with Redis).
 RUN_QUEUED_REDELIVER_SECONDS = envint("RUN_QUEUED_REDELIVER_SECONDS", 300, minimum=5)
 API_RATE_LIMIT_PER_MINUTE = envint("API_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
+
+# Webhooks: a failed delivery is retried after base, 2 x base, 4 x base ... seconds (at most max, which stays below
+# the broker's visibility timeout) until 24 hours after the event.
+WEBHOOK_QUEUE = envstr("WEBHOOK_QUEUE", "default")
+WEBHOOK_RETRY_BASE_SECONDS = envint("WEBHOOK_RETRY_BASE_SECONDS", 30, minimum=1)
+WEBHOOK_RETRY_MAX_SECONDS = envint("WEBHOOK_RETRY_MAX_SECONDS", 1800, minimum=1)
+WEBHOOK_RETRY_WINDOW_SECONDS = envint("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600, minimum=1)
+WEBHOOK_TIMEOUT_SECONDS = envint("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
 
 LOGGING = {
     "version": 1,

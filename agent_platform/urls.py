@@ -9,6 +9,8 @@ from .api import api
 urlpatterns = [
     path("", include("runs.urls")),
     path("", include("agent_platform.web_urls")),
+    path("", include("evals.urls")),
+    path("", include("webhooks.urls")),
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),

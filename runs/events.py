@@ -10,6 +10,7 @@ from django.db import connection, transaction
 
 from .models import Event, Run
 from .secrets import mask
+from .signals import LIFECYCLE_EVENT_TYPES, run_lifecycle_event
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,16 @@ def emit(run: Run, type: str, data: dict, *, public_id: str | None = None, proce
         event = Event.objects.create(run=run, seq=seq, type=type, payload=data, **extra)
     run.last_seq = seq
     transaction.on_commit(lambda: push(run, event))
+    if type in LIFECYCLE_EVENT_TYPES:
+        transaction.on_commit(lambda: announce(run, event))
     return event
+
+
+def announce(run: Run, event: Event) -> None:
+    """Tell listening apps (batches, webhooks) a lifecycle event is committed; a failing listener is only logged."""
+    for receiver, result in run_lifecycle_event.send_robust(sender=Run, run=run, event=event):
+        if isinstance(result, Exception):
+            log.error("listener %r of %s failed", receiver, event.type, exc_info=result)
 
 
 def push(run: Run, event: Event) -> None:

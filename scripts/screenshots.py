@@ -2,10 +2,12 @@
 bundled demo tasks (seeded on first start with the scripted model), and Chromium driven by Playwright.
 
     .venv/bin/python scripts/screenshots.py            # writes docs/img/{runs-list,launch-form,run-page,usage}.png
+    .venv/bin/python scripts/screenshots.py batch-page # only docs/img/batch-page.png (a batch of the demo tasks)
 
 REDIS_URL, BROWSER_EXECUTABLE and the rest are read from the environment as `make run` reads them.
 """
 
+import json
 import os
 import re
 import signal
@@ -74,7 +76,33 @@ def stop_platform(process: subprocess.Popen) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def take(base: str, password: str) -> None:
+def batch_page(page, base: str) -> None:
+    """A batch of two demo tasks x two configurations (the second with too few turns to finish) x 3 runs."""
+    from demo_site.tasks import demo_tasks
+
+    tasks = demo_tasks(base)
+    suite = [
+        {"task": tasks[0]["task"], "start_url": tasks[0]["start_url"], "judge_context": tasks[0].get("judge_context")},
+        {"task": tasks[2]["task"], "start_url": tasks[2]["start_url"]},
+    ]
+    lines = "\n".join(json.dumps({k: v for k, v in item.items() if v}) for item in suite)
+    page.goto(f"{base}/batches/new/")
+    page.fill("#id_name", "Demo shop, two turn budgets")
+    page.set_input_files(
+        "#id_suite", {"name": "suite.jsonl", "mimeType": "application/jsonl", "buffer": lines.encode()}
+    )
+    page.fill("#id_repeats", "3")
+    page.locator("input[name=config_max_turns]").nth(1).fill("2")
+    page.click("text=Launch batch")
+    page.wait_for_selector("#batch-status")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and page.locator("#batch-status").inner_text() != "finished":
+        time.sleep(3)
+        page.reload()
+    page.screenshot(path=str(OUT / "batch-page.png"), full_page=True)
+
+
+def take(base: str, password: str, only: set[str] | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=browser_executable(), args=CHROMIUM_ARGS)
@@ -84,6 +112,10 @@ def take(base: str, password: str) -> None:
         page.fill("#id_password", password)
         page.click("button[type=submit]")
         page.wait_for_url(f"{base}/")
+        if only == {"batch-page"}:
+            batch_page(page, base)
+            browser.close()
+            return
 
         # The seeded demo runs: wait until every one is finished and every judged one has its judgment.
         deadline = time.monotonic() + 240
@@ -117,6 +149,7 @@ def take(base: str, password: str) -> None:
         page.get_by_role("button", name=re.compile("graded against a rubric")).click()
         page.locator("#schema-lint").filter(has_text="accepted").wait_for()
         page.screenshot(path=str(OUT / "launch-form.png"))
+        batch_page(page, base)
         browser.close()
 
 
@@ -146,7 +179,7 @@ def main() -> int:
         port = free_port()
         process, password = start_platform(Path(scratch), port)
         try:
-            take(f"http://127.0.0.1:{port}", password)
+            take(f"http://127.0.0.1:{port}", password, set(sys.argv[1:]) or None)
         finally:
             stop_platform(process)
     print(f"screenshots written to {OUT.relative_to(REPO)}/")

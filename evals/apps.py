@@ -1,0 +1,11 @@
+"""The evals app: batches of runs, their statistics, claim-versus-judge triage and judge calibration."""
+
+from django.apps import AppConfig
+
+
+class EvalsConfig(AppConfig):
+    name = "evals"
+    verbose_name = "Evaluations"
+
+    def ready(self) -> None:
+        from . import receivers  # noqa: F401  (connects the run lifecycle listeners)

@@ -1,0 +1,25 @@
+"""Listeners: a batch run that finished or was judged moves its batch on (next runs, or finished)."""
+
+import logging
+
+from django.dispatch import receiver
+
+from runs.signals import run_lifecycle_event
+
+from .models import BatchRun
+
+log = logging.getLogger(__name__)
+
+
+@receiver(run_lifecycle_event, dispatch_uid="evals.advance_batch_on_run_event")
+def advance_batch_on_run_event(sender, run, event, **kwargs) -> None:
+    batch_id = BatchRun.objects.filter(run_id=run.pk).values_list("batch_id", flat=True).first()
+    if batch_id is None:
+        return
+    from .tasks import advance_batch
+
+    try:
+        advance_batch.delay(batch_id)
+    except Exception:
+        # The next run.finished or run.judged of the batch moves it on; nothing is lost but time.
+        log.exception("could not enqueue advance_batch for batch %s", batch_id)

@@ -1,0 +1,232 @@
+"""Operator pages of evaluations: batches (list, launch form, statistics), the triage queue."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from agent_platform.access import current_workspace
+from judge.models import Judgment
+from runs.launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, LaunchError
+
+from . import reports, services, stats
+from .models import Batch, BatchConfig, Truth
+
+CONFIG_ROWS = 3
+TRIAGE_PAGE = 20
+CELL_LABELS = {
+    stats.SUCCESS_PASS: "success + pass",
+    stats.OVERCLAIM: "success + fail (overclaim)",
+    stats.UNDERCLAIM: "failure + pass (underclaim)",
+    stats.FAILURE_FAIL: "failure + fail",
+    stats.UNCERTAIN: "uncertain",
+    stats.BLOCKED_OR_IMPOSSIBLE: "blocked / impossible",
+}
+
+
+def find_batch(request, batch_id: str) -> Batch:
+    batch = Batch.objects.for_workspace(current_workspace(request)).filter(public_id=batch_id).first()
+    if batch is None:
+        raise Http404("No such batch.")
+    return batch
+
+
+@login_required
+def batch_list(request):
+    workspace = current_workspace(request)
+    page = Paginator(Batch.objects.for_workspace(workspace), 25).get_page(request.GET.get("page"))
+    return render(request, "evals/list.html", {"workspace": workspace, "page": page, "batches": page.object_list})
+
+
+def configs_from_form(post) -> list[dict]:
+    """Configuration rows of the form; the first is always kept (the defaults), the others when anything is set."""
+    models, efforts, turns = (post.getlist(name) for name in ("config_model", "config_effort", "config_max_turns"))
+    configs = []
+    for index in range(max(len(models), len(efforts), len(turns), 1)):
+        model = (models[index] if index < len(models) else "").strip()
+        effort = (efforts[index] if index < len(efforts) else "").strip()
+        max_turns = (turns[index] if index < len(turns) else "").strip()
+        if index > 0 and not (model or effort or max_turns):
+            continue
+        config: dict = {}
+        if model:
+            config["model"] = model
+        if effort:
+            config["effort"] = effort
+        if max_turns:
+            config["max_turns"] = int(max_turns) if max_turns.lstrip("-").isdigit() else max_turns
+        configs.append(config)
+    return configs
+
+
+def tasks_from_form(request) -> list[dict]:
+    upload = request.FILES.get("suite")
+    if upload is not None:
+        return services.parse_suite(upload.read(services.SUITE_MAX_BYTES + 1), upload.name)
+    item: dict = {"task": request.POST.get("task", "")}
+    if request.POST.get("start_url", "").strip():
+        item["start_url"] = request.POST["start_url"]
+    statements = [line for line in request.POST.get("judge_context", "").splitlines() if line.strip()]
+    if statements:
+        item["judge_context"] = statements
+    for name in ("output_schema", "expected"):
+        text = request.POST.get(name, "").strip()
+        if text:
+            try:
+                item[name] = json.loads(text)
+            except ValueError as error:
+                raise services.invalid(name, f"is not JSON: {error}") from None
+    return [item]
+
+
+def form_int(post, name: str):
+    value = post.get(name, "").strip()
+    if not value:
+        return None
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+@login_required
+def batch_new(request):
+    workspace = current_workspace(request)
+    error = None
+    if request.method == "POST":
+        try:
+            batch = services.create_batch(
+                workspace,
+                name=request.POST.get("name", ""),
+                tasks=tasks_from_form(request),
+                configs=configs_from_form(request.POST),
+                repeats=form_int(request.POST, "repeats"),
+                concurrency=form_int(request.POST, "concurrency"),
+                judge=request.POST.get("judge") == "on",
+                pass_k=form_int(request.POST, "pass_k"),
+                created_by=request.user,
+            )
+        except LaunchError as launch_error:
+            error = launch_error
+        else:
+            return redirect("evals:detail", batch.public_id)
+    return render(
+        request,
+        "evals/new.html",
+        {
+            "workspace": workspace,
+            "error": error,
+            "values": request.POST,
+            "config_rows": range(CONFIG_ROWS),
+            "efforts": [value for value in BatchConfig.Effort.values if value],
+            "max_turns_default": MAX_TURNS_DEFAULT,
+            "max_turns_limit": MAX_TURNS_LIMIT,
+        },
+        status=400 if error else 200,
+    )
+
+
+@login_required
+def batch_detail(request, batch_id: str):
+    batch = find_batch(request, batch_id)
+    round_number = request.GET.get("round")
+    round_number = int(round_number) if round_number and round_number.isdigit() else None
+    report = reports.batch_report(batch, round_number)
+    rows = []
+    for group in report.groups:
+        before = report.pass_at_1_before.get((group.task.pk, group.config.pk))
+        rows.append(
+            {"group": group, "s": group.stats, "pass_at_k": group.stats.pass_at_k.get(batch.pass_k), "before": before}
+        )
+    matrix = [{"key": key, "label": CELL_LABELS[key], "count": report.matrix[key]} for key in stats.CELLS]
+    return render(
+        request,
+        "evals/detail.html",
+        {"workspace": batch.workspace, "batch": batch, "report": report, "rows": rows, "matrix": matrix},
+    )
+
+
+@login_required
+@require_POST
+def batch_cancel(request, batch_id: str):
+    batch = services.cancel_batch(find_batch(request, batch_id))
+    messages.success(request, f"Batch {batch.public_id} is cancelled; no more of its runs launch.")
+    return redirect("evals:detail", batch.public_id)
+
+
+@login_required
+@require_POST
+def batch_rejudge(request, batch_id: str):
+    batch = find_batch(request, batch_id)
+    statements = [line for line in request.POST.get("judge_context", "").splitlines() if line.strip()]
+    try:
+        round_ = services.rejudge_batch(
+            batch,
+            judge_context=statements or None,
+            judge_model=request.POST.get("judge_model", "").strip() or None,
+            requested_by=request.user,
+        )
+    except LaunchError as error:
+        messages.error(request, error.message)
+        return redirect("evals:detail", batch.public_id)
+    messages.success(request, f"Judging round {round_.number} started; its numbers fill in as the judge answers.")
+    return redirect("evals:detail", batch.public_id)
+
+
+@login_required
+def triage(request):
+    workspace = current_workspace(request)
+    kind = request.GET.get("kind") if request.GET.get("kind") in reports.TRIAGE_KINDS else None
+    include_resolved = request.GET.get("resolved") == "1"
+    queue = reports.triage_queue(workspace, kind=kind, include_resolved=include_resolved)
+    page = Paginator(queue, TRIAGE_PAGE).get_page(request.GET.get("page"))
+    items = [
+        {
+            "judgment": judgment,
+            "run": judgment.run,
+            "kind": reports.kind_of(judgment),
+            "screenshot_url": reports.final_screenshot_url(judgment.run),
+            "data_json": json.dumps(judgment.run.data, indent=2, ensure_ascii=False)
+            if judgment.run.data is not None
+            else "",
+            "truth": getattr(judgment, "truth", None),
+        }
+        for judgment in page.object_list
+    ]
+    return render(
+        request,
+        "evals/triage.html",
+        {
+            "workspace": workspace,
+            "items": items,
+            "page": page,
+            "kind": kind or "",
+            "include_resolved": include_resolved,
+            "truths": Truth.Value.choices,
+        },
+    )
+
+
+@login_required
+@require_POST
+def record_truth(request, judgment_id: int):
+    workspace = current_workspace(request)
+    judgment = Judgment.objects.filter(pk=judgment_id, run__workspace=workspace).first()
+    if judgment is None:
+        raise Http404("No such judgment.")
+    try:
+        services.record_truth(
+            workspace,
+            judgment,
+            value=request.POST.get("truth", ""),
+            note=request.POST.get("note", ""),
+            recorded_by=request.user,
+        )
+    except LaunchError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, f"Truth recorded for {judgment.run.public_id}.")
+    return redirect(
+        request.POST.get("next") if str(request.POST.get("next", "")).startswith("/triage/") else "evals:triage"
+    )

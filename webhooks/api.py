@@ -1,0 +1,165 @@
+"""The webhooks API: a workspace's endpoints, their deliveries with every attempt's response code, and resending."""
+
+from datetime import datetime
+from typing import Literal
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+from pydantic import ConfigDict, StrictStr
+
+from agent_platform.api import ERROR_RESPONSES, ApiError
+from runs.launch import LaunchError
+
+from . import services
+from .models import Delivery, Endpoint
+
+router = Router(tags=["webhooks"])
+
+EventName = Literal["run.finished", "run.judged", "batch.finished"]
+
+
+class EndpointIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    url: StrictStr = Field(
+        description="A public http(s) URL (private addresses only where the browser may reach them)."
+    )
+    events: list[EventName] = Field(description="The events to send: run.finished, run.judged, batch.finished.")
+
+
+class EndpointOut(Schema):
+    id: str
+    url: str
+    events: list[str]
+    active: bool
+    created_at: datetime
+
+
+class EndpointCreatedOut(EndpointOut):
+    secret: str = Field(description="The signing secret, shown in this response only.")
+
+
+class EndpointListOut(Schema):
+    endpoints: list[EndpointOut]
+
+
+class AttemptOut(Schema):
+    number: int
+    attempted_at: datetime
+    response_code: int | None
+    error: str | None
+    duration_ms: int
+
+
+class DeliveryOut(Schema):
+    id: str
+    endpoint_id: str
+    event_type: str
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    response_code: int | None
+    created_at: datetime
+    next_attempt_at: datetime | None
+    delivered_at: datetime | None
+    resend_of: str | None
+    attempt_log: list[AttemptOut]
+
+
+class DeliveryListOut(Schema):
+    deliveries: list[DeliveryOut]
+
+
+def endpoint_out(endpoint: Endpoint) -> dict:
+    return {
+        "id": endpoint.public_id,
+        "url": endpoint.url,
+        "events": endpoint.events,
+        "active": endpoint.active,
+        "created_at": endpoint.created_at,
+    }
+
+
+def delivery_out(delivery: Delivery) -> dict:
+    return {
+        "id": delivery.public_id,
+        "endpoint_id": delivery.endpoint.public_id,
+        "event_type": delivery.event_type,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "response_code": delivery.response_code,
+        "created_at": delivery.created_at,
+        "next_attempt_at": delivery.next_attempt_at,
+        "delivered_at": delivery.delivered_at,
+        "resend_of": delivery.resend_of.public_id if delivery.resend_of else None,
+        "attempt_log": [
+            {
+                "number": a.number,
+                "attempted_at": a.attempted_at,
+                "response_code": a.response_code,
+                "error": a.error or None,
+                "duration_ms": a.duration_ms,
+            }
+            for a in delivery.attempt_log.all()
+        ],  # fmt: skip
+    }
+
+
+def find_endpoint(request: HttpRequest, endpoint_id: str) -> Endpoint:
+    endpoint = Endpoint.objects.for_workspace(request.workspace).filter(public_id=endpoint_id).first()
+    if endpoint is None:
+        raise ApiError("not_found", f"No webhook endpoint '{endpoint_id}' in this workspace.")
+    return endpoint
+
+
+@router.post(
+    "/webhooks/endpoints",
+    response={201: EndpointCreatedOut, **ERROR_RESPONSES},
+    summary="Add a webhook endpoint",
+    description="Deliveries are JSON bodies signed with HMAC-SHA256 (headers Pilothouse-Timestamp and "
+    "Pilothouse-Signature; see docs/webhooks.md). A URL on an internal address is refused.",
+)
+def create_endpoint(request: HttpRequest, payload: EndpointIn):
+    try:
+        endpoint = services.create_endpoint(request.workspace, url=payload.url, events=list(payload.events))
+    except LaunchError as error:
+        raise ApiError(error.type, error.message, error.detail) from None
+    return Status(201, {**endpoint_out(endpoint), "secret": endpoint.secret})
+
+
+@router.get("/webhooks/endpoints", response={200: EndpointListOut, **ERROR_RESPONSES}, summary="List webhook endpoints")
+def list_endpoints(request: HttpRequest):
+    return {"endpoints": [endpoint_out(e) for e in Endpoint.objects.for_workspace(request.workspace)]}
+
+
+@router.delete(
+    "/webhooks/endpoints/{endpoint_id}", response={204: None, **ERROR_RESPONSES}, summary="Remove a webhook endpoint"
+)
+def delete_endpoint(request: HttpRequest, endpoint_id: str):
+    services.delete_endpoint(find_endpoint(request, endpoint_id))
+    return Status(204, None)
+
+
+@router.get(
+    "/webhooks/endpoints/{endpoint_id}/deliveries",
+    response={200: DeliveryListOut, **ERROR_RESPONSES},
+    summary="Deliveries to an endpoint, newest first, with every attempt's response code",
+)
+def list_deliveries(request: HttpRequest, endpoint_id: str, limit: int = Query(50, ge=1, le=200)):
+    endpoint = find_endpoint(request, endpoint_id)
+    deliveries = (
+        endpoint.deliveries.select_related("endpoint", "resend_of").prefetch_related("attempt_log").all()[:limit]
+    )
+    return {"deliveries": [delivery_out(d) for d in deliveries]}
+
+
+@router.post(
+    "/webhooks/deliveries/{delivery_id}/resend",
+    response={202: DeliveryOut, **ERROR_RESPONSES},
+    summary="Send a delivery's event again",
+    description="A new delivery of the same event, with its own id, timestamp and retries.",
+)
+def resend_delivery(request: HttpRequest, delivery_id: str):
+    delivery = Delivery.objects.filter(public_id=delivery_id, endpoint__workspace=request.workspace).first()
+    if delivery is None:
+        raise ApiError("not_found", f"No webhook delivery '{delivery_id}' in this workspace.")
+    return Status(202, delivery_out(services.resend(delivery)))

@@ -1,0 +1,10 @@
+"""The webhooks app: signed JSON deliveries of run.finished, run.judged and batch.finished to workspace endpoints."""
+
+from django.apps import AppConfig
+
+
+class WebhooksConfig(AppConfig):
+    name = "webhooks"
+
+    def ready(self) -> None:
+        from . import receivers  # noqa: F401  (connects the run and batch listeners)

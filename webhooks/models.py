@@ -1,0 +1,114 @@
+"""Webhook endpoints of a workspace, the deliveries made to them, and every attempt with its response code."""
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from agent_platform.ids import new_public_id
+from agent_platform.models import Workspace
+
+
+def endpoint_id() -> str:
+    return new_public_id("whe")
+
+
+def delivery_id() -> str:
+    return new_public_id("whd")
+
+
+def signing_secret() -> str:
+    return "whsec_" + secrets.token_urlsafe(32)
+
+
+class EventType(models.TextChoices):
+    RUN_FINISHED = "run.finished"
+    RUN_JUDGED = "run.judged"
+    BATCH_FINISHED = "batch.finished"
+
+
+class EndpointQuerySet(models.QuerySet):
+    def for_workspace(self, workspace: Workspace) -> "EndpointQuerySet":
+        return self.filter(workspace=workspace)
+
+    def active(self) -> "EndpointQuerySet":
+        return self.filter(active=True)
+
+
+class Endpoint(models.Model):
+    """A URL that receives the workspace's events it subscribes to, signed with its own secret."""
+
+    public_id = models.CharField(max_length=40, unique=True, default=endpoint_id, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="webhook_endpoints")
+    url = models.URLField(max_length=2000)
+    events = models.JSONField(default=list)
+    # Needed in clear to sign; shown once, when the endpoint is created.
+    secret = models.CharField(max_length=100, default=signing_secret, editable=False)
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = EndpointQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    def subscribes_to(self, event_type: str) -> bool:
+        return event_type in (self.events or [])
+
+
+class Delivery(models.Model):
+    """One event sent to one endpoint: attempted until a 2xx answer, retried with backoff for up to 24 hours."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    public_id = models.CharField(max_length=40, unique=True, default=delivery_id, editable=False)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
+    event_type = models.CharField(max_length=30, choices=EventType.choices)
+    # The JSON body sent, exactly: {id, type, created_at, data}.
+    body = models.TextField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    resend_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resends")
+    created_at = models.DateTimeField(default=timezone.now)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["endpoint", "-created_at"], name="delivery_endpoint_created"),
+            models.Index(fields=["next_attempt_at"], condition=Q(status="pending"), name="delivery_pending_next"),
+        ]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self) -> str:
+        return self.public_id
+
+
+class Attempt(models.Model):
+    """One HTTP request of a delivery: the status code the endpoint answered, or why no answer came."""
+
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveSmallIntegerField()
+    attempted_at = models.DateTimeField(default=timezone.now)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["delivery", "number"]
+        constraints = [models.UniqueConstraint(fields=["delivery", "number"], name="attempt_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.delivery} #{self.number}"

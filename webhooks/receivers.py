@@ -1,0 +1,29 @@
+"""Listeners: run.finished, run.judged (from runs) and batch.finished (from evals) become webhook deliveries."""
+
+from django.dispatch import receiver
+
+from evals.models import Batch
+from evals.signals import batch_finished
+from judge.models import Judgment
+from runs.signals import run_lifecycle_event
+
+from . import payloads, services
+from .models import EventType
+
+
+@receiver(run_lifecycle_event, dispatch_uid="webhooks.on_run_event")
+def on_run_event(sender, run, event, **kwargs) -> None:
+    if event.type == EventType.RUN_FINISHED:
+        services.record_event(run.workspace_id, EventType.RUN_FINISHED, lambda: {"run": payloads.run_data(run)})
+    elif event.type == EventType.RUN_JUDGED:
+        services.record_event(run.workspace_id, EventType.RUN_JUDGED, lambda: judged_data(run, event))
+
+
+@receiver(batch_finished, dispatch_uid="webhooks.on_batch_finished")
+def on_batch_finished(sender, batch: Batch, **kwargs) -> None:
+    services.record_event(batch.workspace_id, EventType.BATCH_FINISHED, lambda: {"batch": payloads.batch_data(batch)})
+
+
+def judged_data(run, event) -> dict:
+    judgment = Judgment.objects.get(pk=event.payload["judgment_id"], run=run)
+    return {"run": payloads.run_data(run), "judgment": payloads.judgment_data(judgment)}
