@@ -77,7 +77,7 @@ class BatchTask(models.Model):
 
 
 class BatchConfig(models.Model):
-    """One configuration every task of the batch runs with; effort is kept even where the launch cannot use it yet."""
+    """One configuration every task of the batch runs with: model, effort and max_turns."""
 
     class Effort(models.TextChoices):
         DEFAULT = "", "default"

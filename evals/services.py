@@ -1,7 +1,6 @@
 """State changes of evaluations: planning a batch, launching its runs as slots free, finishing, re-judging, truths."""
 
 import csv
-import inspect
 import io
 import json
 import logging
@@ -44,9 +43,6 @@ SUITE_MAX_BYTES = 1024 * 1024
 TASK_FIELDS = {"task", "start_url", "output_schema", "judge_context", "expected"}
 CONFIG_FIELDS = {"model", "effort", "max_turns"}
 EFFORTS = {choice.value for choice in BatchConfig.Effort}
-# Whether the launch service takes these yet (issue 12 adds effort); a batch keeps them either way.
-LAUNCH_PARAMETERS = frozenset(inspect.signature(launch_run).parameters)
-REJUDGE_PARAMETERS = frozenset(inspect.signature(request_rejudge).parameters)
 
 
 # --- planning ------------------------------------------------------------------------------------------------------
@@ -180,9 +176,7 @@ def launch_item(item: BatchRun, batch: Batch) -> Run:
         "metadata": {"batch_id": batch.public_id},
         "created_by": batch.created_by,
     }
-    if config.effort and "effort" in LAUNCH_PARAMETERS:
-        fields["effort"] = config.effort
-    return launch_run(batch.workspace, **fields)
+    return launch_run(batch.workspace, effort=config.effort, **fields)
 
 
 def fill_slots(batch_pk: int) -> int:
@@ -261,14 +255,12 @@ def cancel_batch(batch: Batch) -> Batch:
 def rejudge_batch(batch: Batch, *, judge_context=None, judge_model: str | None = None, requested_by=None) -> JudgeRound:
     """Judge every finished run of the batch again (with this judge_context, None: each run's own) as a new round.
 
-    `judge_model` is passed on only where the judge service takes one; the round records the model it asked for.
+    The round records the judge model it asked for.
     Raises LaunchError (invalid_request) for a bad judge_context or model, conflict while runs are still going.
     """
     cleaned = None if judge_context is None else clean_judge_context(judge_context)
     extra = {}
     if judge_model:
-        if "model" not in REJUDGE_PARAMETERS:
-            raise invalid("judge_model", "this deployment judges with its JUDGE_MODEL only; omit judge_model")
         extra["model"] = clean_model(judge_model)
     runs = list(Run.objects.filter(batch_item__batch=batch).finished())
     if batch.items.filter(run__isnull=False).exclude(run__status__in=Run.TERMINAL).exists():

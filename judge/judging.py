@@ -299,7 +299,7 @@ def ask_for_answer(run: Run, params: dict, tool: str, parse) -> tuple[dict | Non
     return answer, problem, received
 
 
-def judge(run: Run, *, judge_context: list[str] | None = None, requested_by=None) -> Judgment:
+def judge(run: Run, *, judge_context: list[str] | None = None, requested_by=None, model: str | None = None) -> Judgment:
     """Judge `run` once (with the run's own judge_context unless one is given), store and announce the Judgment.
 
     An unusable answer is asked again once, then stored as uncertain. A model that cannot answer (the SDK's
@@ -307,7 +307,7 @@ def judge(run: Run, *, judge_context: list[str] | None = None, requested_by=None
     with backoff, and an operator can re-judge.
     """
     context = list(run.judge_context or []) if judge_context is None else list(judge_context)
-    model = settings.JUDGE_MODEL
+    model = model or settings.JUDGE_MODEL
     params = judge_request(run, context, model)
     try:
         answer, problem, _ = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)

@@ -10,15 +10,18 @@ from runs.models import Run
 log = logging.getLogger(__name__)
 
 
-def enqueue_judgment(run: Run, *, judge_context: list[str] | None = None, requested_by=None) -> None:
-    """Queue a judge task once the current transaction commits, so the worker reads the committed run."""
+def enqueue_judgment(
+    run: Run, *, judge_context: list[str] | None = None, requested_by=None, model: str | None = None
+) -> None:
+    """Queue a judge task once the current transaction commits, so the worker reads the committed run; `model`
+    overrides JUDGE_MODEL for this judgment (re-judging with another judge)."""
     from .tasks import judge_run  # lazily: the tasks module imports the runtime's model client
 
     requested_by_id = requested_by.pk if requested_by is not None else None
 
     def send() -> None:
         try:
-            judge_run.delay(run.pk, judge_context=judge_context, requested_by_id=requested_by_id)
+            judge_run.delay(run.pk, judge_context=judge_context, requested_by_id=requested_by_id, model=model)
         except Exception:
             # The run's own result is unaffected; an operator can re-judge once the broker is back.
             log.exception("could not enqueue the judgment of %s", run.public_id)
@@ -32,7 +35,7 @@ def judge_on_finish(run: Run) -> None:
         enqueue_judgment(run)
 
 
-def request_rejudge(run: Run, *, judge_context, requested_by) -> None:
+def request_rejudge(run: Run, *, judge_context, requested_by, model: str | None = None) -> None:
     """Judge a finished run again with this judge_context (None: the run's own); every judgment is kept and billed
     as judge usage.
 
@@ -47,4 +50,4 @@ def request_rejudge(run: Run, *, judge_context, requested_by) -> None:
             f"The run is {run.status}; only a finished run can be judged again.",
             field="status",
         )
-    enqueue_judgment(run, judge_context=cleaned, requested_by=requested_by)
+    enqueue_judgment(run, judge_context=cleaned, requested_by=requested_by, model=model)
