@@ -253,6 +253,12 @@ class BrowserHost:
         if self._browser is browser:
             self._browser = None
 
+    async def start(self) -> None:
+        """Launch Chromium now rather than on the first run's context (a warm worker does this at start)."""
+        if self._closed:
+            raise RuntimeError("this BrowserHost is closed")
+        await self._ensure_browser()
+
     async def new_context(
         self, storage_state: dict[str, Any] | None = None, viewport: tuple[int, int] = DEFAULT_VIEWPORT
     ) -> BrowserContext:
