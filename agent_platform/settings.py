@@ -228,6 +228,11 @@ JUDGE_NO_VISION_MODELS = envlist("JUDGE_NO_VISION_MODELS")
 BROWSER_EXECUTABLE = envstr("BROWSER_EXECUTABLE") or _default_browser_executable()
 BROWSER_ALLOWED_PRIVATE_HOSTS = envlist("BROWSER_ALLOWED_PRIVATE_HOSTS", "127.0.0.1,localhost")
 BROWSER_ACTION_TIMEOUT_SECONDS = envint("BROWSER_ACTION_TIMEOUT_SECONDS", 30, minimum=1)
+# The live view's screenshot after each action turn: a JPEG of this quality (1-100), or a PNG with 0. Only people
+# look at it; the judge's final view and the model's own screenshots stay PNG.
+LIVE_VIEW_JPEG_QUALITY = envint("LIVE_VIEW_JPEG_QUALITY", 70, minimum=0)
+if LIVE_VIEW_JPEG_QUALITY > 100:
+    raise ImproperlyConfigured(f"LIVE_VIEW_JPEG_QUALITY={LIVE_VIEW_JPEG_QUALITY} is above the maximum of 100")
 
 # Runs.
 RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)
@@ -244,6 +249,7 @@ LOGGING = {
     "loggers": {
         # httpx logs every request line with its URL; nothing secret is in it, but it drowns the worker's log.
         "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
         "django.channels.server": {"level": "WARNING"},
     },
 }

@@ -644,3 +644,16 @@ def test_urls_and_refs_are_normalized_like_the_tool_describes() -> None:
         "e7",
         "f1e3",
     ]
+
+
+def test_the_live_view_image_is_a_jpeg_at_the_set_quality_or_a_png(
+    host: BrowserHost, toolset: PlaywrightBrowserToolset, site: str
+) -> None:
+    call(host, toolset, "navigate", url=f"{site}/long.html")
+
+    jpeg, jpeg_extension = host.run(toolset.viewport_image(jpeg_quality=70))
+    png, png_extension = host.run(toolset.viewport_image())
+
+    assert (jpeg_extension, png_extension) == ("jpg", "png")
+    assert jpeg.startswith(b"\xff\xd8\xff") and png.startswith(b"\x89PNG")
+    assert png_pixels(png)[:2] == (1280, 800)

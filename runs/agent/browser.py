@@ -415,6 +415,14 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             "screenshot_png": await page.screenshot(type="png", timeout=ACTION_TIMEOUT_MS),
         }
 
+    async def viewport_image(self, jpeg_quality: int = 0) -> tuple[bytes, str]:
+        """A viewport image of the active tab for people watching (the live view) and its file extension: a JPEG
+        at `jpeg_quality` (smaller, and quicker to encode than a PNG), or a PNG when it is 0."""
+        page = await self._page(None, member=False)
+        if jpeg_quality:
+            return await page.screenshot(type="jpeg", quality=jpeg_quality, timeout=ACTION_TIMEOUT_MS), "jpg"
+        return await page.screenshot(type="png", timeout=ACTION_TIMEOUT_MS), "png"
+
     async def storage_state(self) -> dict[str, Any]:
         """Cookies and localStorage of the context, for a follow-up run to continue from."""
         return dict(await self.context.storage_state())
