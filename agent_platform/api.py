@@ -28,6 +28,7 @@ class ApiError(Exception):
         "not_found": 404,
         "conflict": 409,
         "rate_limited": 429,
+        "service_unavailable": 503,
     }
 
     def __init__(self, type: str, message: str, detail=None, headers: dict | None = None):

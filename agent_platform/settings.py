@@ -213,16 +213,16 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MAX_REQUEST_BYTES", 256 * 1024, minimum=10
 # The model. Without a key, `make run` starts the scripted demo model and points ANTHROPIC_BASE_URL at it.
 ANTHROPIC_API_KEY = envstr("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = envstr("ANTHROPIC_BASE_URL")
-DEFAULT_MODEL = envstr("DEFAULT_MODEL", "claude-sonnet-4-6")
+DEFAULT_MODEL = envstr("DEFAULT_MODEL", "claude-sonnet-5-5")
 SCRIPTED_MODEL = envbool("SCRIPTED_MODEL", False)
 MODEL_MAX_RETRIES = envint("MODEL_MAX_RETRIES", 3, minimum=0)
 MODEL_TIMEOUT_SECONDS = envint("MODEL_TIMEOUT_SECONDS", 120, minimum=1)
 MODEL_MAX_TOKENS = envint("MODEL_MAX_TOKENS", 4096, minimum=256)
-# The judge and the outcome grader. Whether the judge sees the final viewport image follows the judge model's price
-# row (Price.supports_vision); these lists override it per model name.
+# How long a worker or web process trusts what the Models API said about a model (runs.agent.profiles).
+MODEL_PROFILE_TTL_SECONDS = envint("MODEL_PROFILE_TTL_SECONDS", 600, minimum=0)
+# The judge and the outcome grader. Whether the judge sees the final viewport image follows the judge model's
+# image_input capability, as the Models API reports it.
 JUDGE_MODEL = envstr("JUDGE_MODEL") or DEFAULT_MODEL
-JUDGE_VISION_MODELS = envlist("JUDGE_VISION_MODELS")
-JUDGE_NO_VISION_MODELS = envlist("JUDGE_NO_VISION_MODELS")
 
 # The browser.
 BROWSER_EXECUTABLE = envstr("BROWSER_EXECUTABLE") or _default_browser_executable()

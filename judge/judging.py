@@ -9,8 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from agent_platform.models import Price, Speed
-from runs.agent.model import ModelUnavailable, create_message
+from runs.agent.model import ModelUnavailable, create_message, model_profile
 from runs.events import emit
 from runs.models import Event, Run
 from runs.screenshots import read_screenshot
@@ -20,7 +19,7 @@ from .models import Judgment
 
 log = logging.getLogger(__name__)
 
-JUDGE_MAX_TOKENS = 2048
+JUDGE_MAX_TOKENS = 4096  # room for the thinking today's models do by default
 TOOL_RESULT_CHARS = 300
 FINAL_VIEW_CHARS = 8000
 JUDGE_TRAJECTORY_CHARS = 24000
@@ -173,14 +172,15 @@ def verdict_text(verdict: dict) -> str:
 
 
 def supports_vision(model: str) -> bool:
-    """Settings name models explicitly; otherwise the price row in force says. Unknown models get no image,
-    since an image sent to a text-only model fails the whole request."""
-    if model in settings.JUDGE_NO_VISION_MODELS:
-        return False
-    if model in settings.JUDGE_VISION_MODELS:
-        return True
-    price = Price.in_force(model, Speed.STANDARD, timezone.now())
-    return bool(price and price.supports_vision)
+    """Whether the model takes images, as its profile says; an unknown model gets none, since an image sent to a
+    text-only model fails the whole request."""
+    profile = model_profile(model)
+    return bool(profile is not None and profile.image_input)
+
+
+def structured_outputs(model: str) -> bool:
+    profile = model_profile(model)
+    return bool(profile is not None and profile.structured_outputs)
 
 
 def viewport_image_block(view: dict | None) -> dict | None:
@@ -200,14 +200,40 @@ def viewport_image_block(view: dict | None) -> dict | None:
     }
 
 
-def forced_tool_input(message, tool: str) -> tuple[dict | None, str]:
-    """The input of the forced tool call, or None and why there is none."""
+def verdict_params(model: str, *, system: str, text: str, extra: list[dict], tool: dict, max_tokens: int) -> dict:
+    """A judge's or grader's request. Its answer comes as structured output (the reply's text constrained to the
+    tool's schema) on a model that supports it, else as a call of the strict tool under tool_choice auto: no
+    request forces a tool, which today's models refuse."""
+    params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "system": system}
+    if structured_outputs(model):
+        params["output_config"] = {"format": {"type": "json_schema", "schema": tool["input_schema"]}}
+        how = prompts.JSON_ANSWER
+    else:
+        params["tools"] = [tool]
+        params["tool_choice"] = {"type": "auto"}
+        how = prompts.TOOL_ANSWER.format(tool=tool["name"])
+    content = [{"type": "text", "text": f"{text}\n\n{how}"}, *extra]
+    params["messages"] = [{"role": "user", "content": content}]
+    return params
+
+
+def answer_of(message, tool: str) -> tuple[dict | None, str]:
+    """The answer object: the tool's input, or the JSON object of the reply's text; or None and why there is none."""
     for block in message.content or []:
         if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == tool:
             if isinstance(block.input, dict):
                 return block.input, ""
             return None, f"the {tool} input was not an object"
-    return None, f"the answer held no {tool} call"
+    if getattr(message, "stop_reason", None) == "refusal":
+        return None, "the model declined to answer"
+    text = "".join(block.text for block in message.content or [] if getattr(block, "type", None) == "text").strip()
+    try:
+        answer = json.loads(text) if text else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        return None, f"the answer was neither a JSON object nor a {tool} call"
+    return answer, ""
 
 
 # --- the judge ---------------------------------------------------------------------------------------------------
@@ -224,22 +250,20 @@ def judge_request(run: Run, judge_context: list[str], model: str) -> dict:
         f"# Steps the run took\n{trajectory(run)}",
         f"# The final page as the agent last saw it\n{final_view_text(view)}",
     ]
-    content: list[dict] = [{"type": "text", "text": "\n\n".join(sections)}]
     image = viewport_image_block(view) if supports_vision(model) else None
-    if image is not None:
-        content += [{"type": "text", "text": "The final viewport as the agent last saw it:"}, image]
-    return {
-        "model": model,
-        "max_tokens": JUDGE_MAX_TOKENS,
-        "system": prompts.JUDGE_SYSTEM,
-        "tools": [prompts.JUDGE_TOOL_DEFINITION],
-        "tool_choice": {"type": "tool", "name": prompts.JUDGE_TOOL},
-        "messages": [{"role": "user", "content": content}],
-    }
+    extra = [] if image is None else [{"type": "text", "text": "The final viewport as the agent last saw it:"}, image]
+    return verdict_params(
+        model,
+        system=prompts.JUDGE_SYSTEM,
+        text="\n\n".join(sections),
+        extra=extra,
+        tool=prompts.JUDGE_TOOL_DEFINITION,
+        max_tokens=JUDGE_MAX_TOKENS,
+    )
 
 
 def parse_judgment(message) -> tuple[dict | None, str]:
-    answer, problem = forced_tool_input(message, prompts.JUDGE_TOOL)
+    answer, problem = answer_of(message, prompts.JUDGE_TOOL)
     if answer is None:
         return None, problem
     if answer.get("verdict") not in VERDICTS:
@@ -253,12 +277,13 @@ def parse_judgment(message) -> tuple[dict | None, str]:
 
 
 def with_retry_note(params: dict, problem: str, tool: str) -> dict:
-    note = {"type": "text", "text": prompts.RETRY_NOTE.format(problem=problem, tool=tool)}
+    how = prompts.TOOL_ANSWER.format(tool=tool) if "tools" in params else prompts.JSON_ANSWER
+    note = {"type": "text", "text": prompts.RETRY_NOTE.format(problem=problem, how=how)}
     message = params["messages"][0]
     return {**params, "messages": [{**message, "content": [*message["content"], note]}]}
 
 
-def ask_forced(run: Run, params: dict, tool: str, parse) -> tuple[dict | None, str, list]:
+def ask_for_answer(run: Run, params: dict, tool: str, parse) -> tuple[dict | None, str, list]:
     """Ask once, and once more if the answer is unusable; returns (answer or None, problem, messages received).
     ModelUnavailable propagates: the SDK already retried."""
     received = []
@@ -285,7 +310,7 @@ def judge(run: Run, *, judge_context: list[str] | None = None, requested_by=None
     model = settings.JUDGE_MODEL
     params = judge_request(run, context, model)
     try:
-        answer, problem, _ = ask_forced(run, params, prompts.JUDGE_TOOL, parse_judgment)
+        answer, problem, _ = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)
     except ModelUnavailable as error:
         answer = {
             "verdict": Judgment.Verdict.UNCERTAIN,
@@ -296,7 +321,7 @@ def judge(run: Run, *, judge_context: list[str] | None = None, requested_by=None
     if answer is None:
         answer = {
             "verdict": Judgment.Verdict.UNCERTAIN,
-            "reason": f"The judge's answer could not be read twice ({problem}), so no verdict was recorded.",
+            "reason": f"The judge's answer could not be parsed, twice ({problem}), so the verdict is uncertain.",
             "blocked": False,
             "impossible": False,
         }

@@ -10,24 +10,20 @@ from django.utils import timezone
 
 from agent_platform import ids
 from runs.agent.model import ModelUnavailable
-from runs.events import emit
+from runs.events import emit, timestamp
 from runs.lifecycle import cancel_requested
 from runs.models import Run
 
 from . import prompts
-from .judging import ask_forced, final_view_text, forced_tool_input, latest_verdict, trajectory
+from .judging import answer_of, ask_for_answer, final_view_text, latest_verdict, trajectory, verdict_params
 from .models import Outcome, OutcomeEvaluation
 
 log = logging.getLogger(__name__)
 
-GRADER_MAX_TOKENS = 2048
+GRADER_MAX_TOKENS = 4096
 GRADER_TRAJECTORY_CHARS = 8000
 GRADER_RESULTS = {"satisfied", "needs_revision", "failed"}
 Result = OutcomeEvaluation.Result
-
-
-def rfc3339(moment) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def grader_request(run: Run, outcome: Outcome, iteration: int, view: dict | None, done: dict | None) -> dict:
@@ -43,18 +39,18 @@ def grader_request(run: Run, outcome: Outcome, iteration: int, view: dict | None
         f"# Steps the run took (short)\n{trajectory(run, max_chars=GRADER_TRAJECTORY_CHARS)}",
         f"# The final page as the agent last saw it\n{final_view_text(view, limit=4000)}",
     ]
-    return {
-        "model": settings.JUDGE_MODEL,
-        "max_tokens": GRADER_MAX_TOKENS,
-        "system": prompts.GRADER_SYSTEM,
-        "tools": [prompts.GRADER_TOOL_DEFINITION],
-        "tool_choice": {"type": "tool", "name": prompts.GRADER_TOOL},
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "\n\n".join(sections)}]}],
-    }
+    return verdict_params(
+        settings.JUDGE_MODEL,
+        system=prompts.GRADER_SYSTEM,
+        text="\n\n".join(sections),
+        extra=[],
+        tool=prompts.GRADER_TOOL_DEFINITION,
+        max_tokens=GRADER_MAX_TOKENS,
+    )
 
 
 def parse_evaluation(message) -> tuple[dict | None, str]:
-    answer, problem = forced_tool_input(message, prompts.GRADER_TOOL)
+    answer, problem = answer_of(message, prompts.GRADER_TOOL)
     if answer is None:
         return None, problem
     if answer.get("result") not in GRADER_RESULTS:
@@ -105,9 +101,10 @@ def evaluate(run: Run, iteration: int, final_view: dict | None, *, done: dict | 
                 "id": start_id,
                 "outcome_id": outcome.public_id,
                 "iteration": iteration,
-                "processed_at": rfc3339(started_at),
+                "processed_at": timestamp(started_at),
             },
             public_id=start_id,
+            processed_at=started_at,
         )
 
     received: list = []
@@ -115,7 +112,7 @@ def evaluate(run: Run, iteration: int, final_view: dict | None, *, done: dict | 
         result, explanation = Result.INTERRUPTED, "The operator interrupted the run before the evaluation ran."
     else:
         try:
-            answer, problem, received = ask_forced(
+            answer, problem, received = ask_for_answer(
                 run, grader_request(run, outcome, iteration, final_view, done), prompts.GRADER_TOOL, parse_evaluation
             )
         except ModelUnavailable as error:
@@ -142,11 +139,12 @@ def evaluate(run: Run, iteration: int, final_view: dict | None, *, done: dict | 
                 "iteration": iteration,
                 "outcome_evaluation_start_id": start_id,
                 "outcome_id": outcome.public_id,
-                "processed_at": rfc3339(finished_at),
+                "processed_at": timestamp(finished_at),
                 "result": str(result),
                 "usage": usage,
             },
             public_id=end_id,
+            processed_at=finished_at,
         )
         evaluation.result = result
         evaluation.explanation = explanation

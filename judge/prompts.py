@@ -1,4 +1,6 @@
-"""What the judge and the outcome grader are told, and the strict tools they answer through."""
+"""What the judge and the outcome grader are told, and the schemas of their answers (structured output, or a strict
+tool on a model without it). The first line of each system prompt is how the test stub tells their requests apart:
+keep it stable."""
 
 JUDGE_TOOL = "record_judgment"
 GRADER_TOOL = "record_evaluation"
@@ -21,7 +23,7 @@ whatever the verdict.
 or the task contradicts itself).
 - reason: one paragraph naming the evidence your verdict rests on.
 
-Answer only by calling the record_judgment tool, once."""
+Give your answer once, in the requested shape: verdict, reason, blocked, impossible."""
 
 JUDGE_TOOL_DEFINITION = {
     "name": JUDGE_TOOL,
@@ -56,7 +58,7 @@ the explanation must name each failing criterion and what is wrong, so the agent
 so no revision could satisfy it.
 
 Judge the deliverables (output and data) with the trajectory and the final page as evidence; do not reward \
-claims the evidence contradicts. Answer only by calling the record_evaluation tool, once."""
+claims the evidence contradicts. Give your answer once, in the requested shape: result, explanation."""
 
 GRADER_TOOL_DEFINITION = {
     "name": GRADER_TOOL,
@@ -76,7 +78,6 @@ GRADER_TOOL_DEFINITION = {
     },
 }
 
-RETRY_NOTE = (
-    "Your previous answer could not be used: {problem}. Answer again, only by calling the {tool} tool once, "
-    "with every field of its schema."
-)
+JSON_ANSWER = "Answer with the JSON object of your answer, and nothing else."
+TOOL_ANSWER = "Answer by calling the {tool} tool once, with every field of its schema, and nothing else."
+RETRY_NOTE = "Your previous answer could not be used: {problem}. {how}"

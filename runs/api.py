@@ -47,7 +47,21 @@ class RunIn(Schema):
     task: StrictStr = Field(description="What the agent should do (at most 20,000 characters).")
     session_id: StrictStr | None = Field(None, description="Continue in this session (its browser state and schema).")
     start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
-    model: StrictStr | None = Field(None, description="The model; the platform's default when omitted.")
+    model: StrictStr | None = Field(
+        None,
+        description="An active or deprecated model id (GET the Models API's list); the platform's default when "
+        "omitted. Unknown and retired models are refused; a deprecated one runs with a model.deprecated event.",
+    )
+    effort: StrictStr | None = Field(
+        None,
+        description="One of the model's effort levels (low, medium, high, xhigh, max as it offers them); "
+        "the model's own default when omitted.",
+    )
+    thinking: StrictStr | None = Field(
+        None,
+        description="Thinking mode: 'adaptive', or the model's lowest setting ('between_tools' or 'disabled'); "
+        "adaptive where the model supports it when omitted.",
+    )
     max_turns: StrictInt | None = Field(None, description="Action turns allowed, 1 to 200 (default 30).")
     output_schema: dict[str, Any] | None = Field(
         None, description="An object JSON Schema in the bounded subset (at most 8 KiB) the run's data must satisfy."
@@ -134,6 +148,8 @@ class RunOut(Schema):
     task: str
     start_url: str
     model: str
+    effort: str = Field(description="The effort level asked for; empty for the model's default.")
+    thinking: str = Field(description="The thinking mode asked for; empty for the default (adaptive where offered).")
     scripted: bool
     max_turns: int
     judge: bool
@@ -253,6 +269,8 @@ def run_out(run: Run) -> dict:
         "task": run.task,
         "start_url": run.start_url,
         "model": run.model,
+        "effort": run.effort,
+        "thinking": run.thinking,
         "scripted": run.scripted,
         "max_turns": run.max_turns,
         "judge": run.judge,
@@ -327,7 +345,7 @@ def check_public_id(value: str | None, field: str) -> None:
 
 @router.post(
     "/runs",
-    response={201: RunOut, 409: ErrorOut, **ERRORS},
+    response={201: RunOut, 409: ErrorOut, 503: ErrorOut, **ERRORS},
     tags=["runs"],
     summary="Launch a run",
     description="Creates a run (and a session unless session_id names one) and queues it. A retried request "

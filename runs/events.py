@@ -35,18 +35,25 @@ def next_seq(run: Run) -> int:
         return cursor.fetchone()[0]
 
 
-def emit(run: Run, type: str, data: dict, *, public_id: str | None = None) -> Event:
+def timestamp(moment) -> str:
+    """RFC 3339 in UTC, exactly as an event's envelope writes its processed_at."""
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def emit(run: Run, type: str, data: dict, *, public_id: str | None = None, processed_at=None) -> Event:
     """Append an event to the run and, once it is committed, push it to live viewers.
 
     seq comes from the run row under a lock, so events are gap-free per run even when the judge and the agent
-    write to the same run from different processes. `public_id` lets a caller put the event's own id in its data
-    (the outcome evaluation spans do).
+    write to the same run from different processes. `public_id` and `processed_at` let a caller put the event's own
+    id and time in its data (the outcome evaluation spans do, as the spec shapes them).
     """
     # The run's secrets never reach the record: their values are written as placeholders.
     data = mask(data, getattr(run, "secrets", None))
     with transaction.atomic():
         seq = next_seq(run)
-        extra = {"public_id": public_id} if public_id else {}
+        extra: dict = {"public_id": public_id} if public_id else {}
+        if processed_at is not None:
+            extra["processed_at"] = processed_at
         event = Event.objects.create(run=run, seq=seq, type=type, payload=data, **extra)
     run.last_seq = seq
     transaction.on_commit(lambda: push(run, event))

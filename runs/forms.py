@@ -53,6 +53,8 @@ def launch_arguments(post: QueryDict) -> dict:
         "session_id": post.get("session_id", "").strip() or None,
         "start_url": post.get("start_url", ""),
         "model": post.get("model", "").strip() or None,
+        "effort": post.get("effort", "").strip() or None,
+        "thinking": post.get("thinking", "").strip() or None,
         "max_turns": _int_or_raw(post.get("max_turns", "")),
         "output_schema": output_schema,
         "judge": judge,

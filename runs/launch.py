@@ -10,7 +10,9 @@ from django.db import IntegrityError, transaction
 
 from agent_platform.models import Workspace
 
+from .agent import profiles
 from .agent.schema import schema_problems, serialized_size
+from .events import emit
 from .models import Run, Session
 from .secrets import secrets_problem
 
@@ -29,6 +31,7 @@ OUTCOME_MAX_ITERATIONS_LIMIT = 20
 ALLOWED_DOMAINS_MAX = 50
 METADATA_MAX_BYTES = 16 * 1024
 IDEMPOTENCY_KEY_MAX_CHARS = 200
+MODEL_DEPRECATED_EVENT = "model.deprecated"
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,99}$")
 # A DNS host name (optionally a leading "*." wildcard for subdomains); IP literals are left to the network guard.
@@ -41,7 +44,7 @@ class LaunchError(Exception):
 
     def __init__(self, type: str, message: str, *, field: str | None = None, detail=None):
         super().__init__(message)
-        self.type = type  # invalid_request | conflict | not_found
+        self.type = type  # invalid_request | conflict | not_found | service_unavailable
         self.message = message
         self.field = field
         self.detail = detail
@@ -104,8 +107,50 @@ def clean_model(model) -> str:
     if model is None or model == "":
         return settings.DEFAULT_MODEL
     if not isinstance(model, str) or not MODEL_NAME.match(model):
-        raise invalid("model", "must be a model name such as 'claude-sonnet-4-6' (letters, digits, . _ : @ / -)")
+        raise invalid("model", "must be a model name such as 'claude-sonnet-5-5' (letters, digits, . _ : @ / -)")
     return model
+
+
+def model_profile(model: str) -> profiles.ModelProfile:
+    """The model's profile from the Models API; unknown and retired models are refused naming `model`.
+
+    When the Models API cannot be asked, the launch is refused as `service_unavailable` (HTTP 503) rather than
+    accepted blind: a run on a model nobody checked would fail later, far from the form that chose it.
+    """
+    try:
+        found = profiles.profile(model)
+    except profiles.UnknownModel:
+        raise invalid(
+            "model", f"'{model}' is not a model the Models API knows; pick one of the active models"
+        ) from None
+    except profiles.ProfilesUnavailable as error:
+        raise LaunchError("service_unavailable", f"model: {error}", field="model") from None
+    if found.retired:
+        retired = f" on {found.retires_at:%Y-%m-%d}" if found.retires_at else ""
+        raise invalid("model", f"'{model}' was retired{retired} and can no longer run; pick one of the active models")
+    return found
+
+
+def clean_effort(effort, profile: profiles.ModelProfile) -> str:
+    if effort is None or effort == "":
+        return ""
+    if not isinstance(effort, str):
+        raise invalid("effort", "must be a string")
+    if effort not in profile.effort_levels:
+        levels = ", ".join(profile.effort_levels) or "none (it takes no effort setting)"
+        raise invalid("effort", f"'{effort}' is not an effort level of {profile.id}: {levels}")
+    return effort
+
+
+def clean_thinking(thinking, profile: profiles.ModelProfile) -> str:
+    if thinking is None or thinking == "":
+        return ""
+    if not isinstance(thinking, str):
+        raise invalid("thinking", "must be a string")
+    if thinking not in profile.thinking_modes:
+        modes = ", ".join(profile.thinking_modes) or "none"
+        raise invalid("thinking", f"'{thinking}' is not a thinking mode {profile.id} accepts: {modes}")
+    return thinking
 
 
 def clean_max_turns(max_turns) -> int:
@@ -242,19 +287,34 @@ def resolve_session(workspace: Workspace, session_id, output_schema: dict | None
         raise LaunchError("not_found", f"session_id: no session '{session_id}' in this workspace.", field="session_id")
     if output_schema is None:
         return session
-    if session.output_schema is None:
-        session.output_schema = output_schema
-        session.save(update_fields=["output_schema", "updated_at"])
-        return session
-    if not same_schema(session.output_schema, output_schema):
+    if session.output_schema is None or not same_schema(session.output_schema, output_schema):
+        # A session's schema is settled when it is created: a follow-up cannot add one to a session without one
+        # (its earlier runs would start reporting a schema they never had), nor change it.
+        had = "has no output schema" if session.output_schema is None else "already has a different output schema"
         raise LaunchError(
             "conflict",
-            f"output_schema: session {session.public_id} already has a different output schema; the schema is a "
-            "session property: omit output_schema to inherit it, or start a new session.",
+            f"output_schema: session {session.public_id} {had}; the schema is a session property set when the "
+            "session is created: omit output_schema to inherit it, or start a new session.",
             field="output_schema",
             detail={"session_id": session.public_id, "output_schema": session.output_schema},
         )
     return session
+
+
+def warn_deprecated_model(run: Run, profile: profiles.ModelProfile) -> None:
+    """A run on a deprecated model is launched, with a warning event its page and the runs list show as a badge."""
+    retires_at = profile.retires_at.isoformat() if profile.retires_at else None
+    when = f" on {profile.retires_at:%Y-%m-%d}" if profile.retires_at else ""
+    emit(
+        run,
+        MODEL_DEPRECATED_EVENT,
+        {
+            "model": profile.id,
+            "retires_at": retires_at,
+            "message": f"{profile.display_name} ({profile.id}) is deprecated and retires{when or ' soon'}; "
+            "move to an active model.",
+        },
+    )
 
 
 def enqueue(run_pk: int) -> None:
@@ -287,6 +347,8 @@ def launch_run(
     session_id=None,
     start_url="",
     model=None,
+    effort=None,
+    thinking=None,
     max_turns=None,
     output_schema=None,
     judge=False,
@@ -311,10 +373,11 @@ def launch_run(
             existing._idempotent_replay = True
             return existing
 
+    model = clean_model(model)
     fields = {
         "task": clean_task(task),
         "start_url": clean_start_url(start_url),
-        "model": clean_model(model),
+        "model": model,
         "max_turns": clean_max_turns(max_turns),
         "judge_context": clean_judge_context(judge_context),
         "allowed_domains": clean_allowed_domains(allowed_domains),
@@ -327,6 +390,10 @@ def launch_run(
         raise invalid("allow_javascript", "must be true or false")
     output_schema = clean_output_schema(output_schema)
     outcome = clean_outcome(outcome)
+    # Last, so a launch with a plain mistake is refused without asking the Models API.
+    profile = model_profile(model)
+    fields["effort"] = clean_effort(effort, profile)
+    fields["thinking"] = clean_thinking(thinking, profile)
 
     try:
         with transaction.atomic():
@@ -345,6 +412,8 @@ def launch_run(
                 from judge.models import Outcome
 
                 Outcome.objects.create(run=run, **outcome)
+            if profile.deprecated:
+                warn_deprecated_model(run, profile)
             transaction.on_commit(lambda: enqueue(run.pk))
     except IntegrityError:
         # A concurrent launch with the same idempotency key won the race; its run is the answer.

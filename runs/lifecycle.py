@@ -5,12 +5,16 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from .events import emit
 from .models import Run
 
 log = logging.getLogger(__name__)
+
+# Sent (with `run`) inside the transaction that records a run's ending. The judge app listens: runs never imports it.
+run_finished = Signal()
 
 
 def mark_started(run: Run, worker: str) -> bool:
@@ -71,10 +75,7 @@ def finish(
                 "error_message": error_message or None,
             },
         )
-        # Imported here: the judge app builds on runs, not the other way round.
-        from judge.services import judge_on_finish
-
-        judge_on_finish(run)
+        run_finished.send(sender=Run, run=run)
     return True
 
 

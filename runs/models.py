@@ -65,6 +65,7 @@ class Run(models.Model):
         CANCELLED = "cancelled"
         TIMEOUT = "timeout"
         WORKER_LOST = "worker_lost"
+        MODEL_REFUSED = "model_refused"
 
     TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
@@ -77,6 +78,10 @@ class Run(models.Model):
     task = models.TextField()
     start_url = models.URLField(max_length=2000, blank=True)
     model = models.CharField(max_length=100)
+    # The model's effort level (one of its own, from the Models API) and thinking mode ("adaptive" or the model's
+    # lowest setting); "" means the model's default. The agent loop reads both.
+    effort = models.CharField(max_length=10, blank=True, default="")
+    thinking = models.CharField(max_length=20, blank=True, default="")
     # Runs driven by the bundled scripted model (no API key) are labelled as such everywhere.
     scripted = models.BooleanField(default=False)
     max_turns = models.PositiveIntegerField(default=30)

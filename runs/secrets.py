@@ -49,8 +49,18 @@ def substitute(text: str, secrets: dict[str, str]) -> str:
     return PLACEHOLDER.sub(value, text)
 
 
+def is_binary(item: dict) -> bool:
+    """A block or source that carries encoded bytes (a base64 image, say): a secret's digits may occur in it by
+    chance, and rewriting them would corrupt it."""
+    return item.get("type") in ("image", "base64")
+
+
 def mask(value: Any, secrets: dict[str, str] | None) -> Any:
-    """A copy of a JSON-like value with every secret's value replaced by its placeholder (longest values first)."""
+    """A copy of a JSON-like value with every secret's value replaced by its placeholder (longest values first).
+
+    Only text is masked: string values (text blocks, URLs, titles, event payload strings), never dict keys and never
+    base64 data.
+    """
     if not secrets:
         return value
     pairs = sorted(
@@ -64,7 +74,9 @@ def mask(value: Any, secrets: dict[str, str] | None) -> Any:
                     item = item.replace(secret, shown)
             return item
         if isinstance(item, dict):
-            return {masked(key): masked(inner) for key, inner in item.items()}
+            if is_binary(item):
+                return item
+            return {key: masked(inner) for key, inner in item.items()}
         if isinstance(item, list | tuple):
             return [masked(inner) for inner in item]
         return item

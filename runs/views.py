@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from agent_platform.access import current_workspace
 from agent_platform.models import ModelRequest, workspaces_of
 
+from .agent import profiles
 from .agent.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, LaunchError, launch_run, same_schema
@@ -29,7 +30,7 @@ from .screenshots import content_type, storage_path
 
 PAGE_SIZE = 50
 # The launch form answers a refused launch with the status the API would give it.
-LAUNCH_ERROR_STATUS = {"invalid_request": 400, "conflict": 409, "not_found": 404}
+LAUNCH_ERROR_STATUS = {"invalid_request": 400, "conflict": 409, "not_found": 404, "service_unavailable": 503}
 # Event types the timeline draws in their own way; any other type is shown with its raw data.
 KNOWN_TYPES = frozenset(
     {
@@ -358,6 +359,24 @@ def screenshot(request, run_id: str, name: str):
 # --- launching -------------------------------------------------------------------------------------------------------
 
 
+def model_choices() -> tuple[list[dict], str | None]:
+    """The active models the launch form offers (with each one's effort levels and thinking modes), or, when the
+    Models API cannot be asked, no choices and the reason (the form then takes a model id as text)."""
+    try:
+        lineup = profiles.active_models()
+    except profiles.ProfilesUnavailable as error:
+        return [], str(error)
+    return [
+        {
+            "id": found.id,
+            "name": found.display_name,
+            "efforts": list(found.effort_levels),
+            "thinking": list(found.thinking_modes),
+        }
+        for found in lineup
+    ], None
+
+
 @login_required
 def run_new(request):
     workspace = current_workspace(request)
@@ -377,6 +396,7 @@ def run_new(request):
             return redirect("runs:detail", run.public_id)
     values = request.POST if request.method == "POST" else {}
     judge_context = judge_context_from(request.POST) if request.method == "POST" else []
+    models, models_unavailable = model_choices()
     return render(
         request,
         "runs/new.html",
@@ -392,6 +412,10 @@ def run_new(request):
             "demo_tasks": demo_tasks(request),
             "max_turns_default": MAX_TURNS_DEFAULT,
             "default_model": settings.DEFAULT_MODEL,
+            "models": models,
+            "models_unavailable": models_unavailable,
+            "effort_levels": ["low", "medium", "high", "xhigh", "max"],
+            "thinking_modes": ["adaptive", "between_tools", "disabled"],
             "max_turns_limit": MAX_TURNS_LIMIT,
             "schema_max_bytes": SCHEMA_MAX_BYTES,
             "launch_config": {
@@ -399,7 +423,9 @@ def run_new(request):
                 "max_bytes": SCHEMA_MAX_BYTES,
                 "allowed": sorted(ALLOWED_KEYWORDS),
                 "session_schema": session.output_schema if session else None,
+                "in_session": session is not None,
                 "presets": demo_tasks(request),
+                "models": models,
             },
         },
         status=LAUNCH_ERROR_STATUS.get(error.type, 400) if error else 200,
@@ -428,7 +454,12 @@ def schema_lint(request):
     conflict = None
     if session_id := request.GET.get("session"):
         session = Session.objects.for_workspace(workspace).filter(public_id=session_id).first()
-        if session is not None and session.output_schema is not None and not same_schema(session.output_schema, schema):
+        if session is not None and session.output_schema is None:
+            conflict = (
+                f"Session {session.public_id} has no output schema and a follow-up cannot add one; this launch would "
+                "be refused as a conflict. Clear the schema, or start a new session."
+            )
+        elif session is not None and not same_schema(session.output_schema, schema):
             conflict = (
                 f"Session {session.public_id} already has a different output schema; this launch would be refused "
                 "as a conflict. Clear the schema to inherit the session's, or start a new session."

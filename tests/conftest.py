@@ -241,6 +241,16 @@ def celery_worker(request, django_db_setup, django_db_blocker, clean_broker, tmp
     worker.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def models_api(request):
+    """Every launch asks the Models API about its model: in tests the stub answers it, from its catalogue."""
+    from runs.agent.profiles import forget_profiles
+
+    stub = request.getfixturevalue("messages_stub_server")
+    forget_profiles()
+    yield stub
+
+
 def wait_for(predicate, timeout: float = 30, interval: float = 0.1, message: str = "condition"):
     """Poll until predicate() is truthy and return its value; fail the test with `message` after `timeout`."""
     deadline = time.monotonic() + timeout

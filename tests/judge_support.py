@@ -12,21 +12,28 @@ from agent_platform.models import Price
 from runs.events import emit
 from runs.lifecycle import finish, mark_started
 from runs.models import Run
-from runs.scripted.wire import tool_use_reply
+from runs.scripted.wire import json_reply, tool_use_reply
 from tests.factories import make_run
-from tests.messages_stub import GRADER_TOOL, JUDGE_TOOL
+from tests.messages_stub import JUDGE_TOOL
 
 FINAL_PAGE_TEXT = "Acme Shop — Products: Kettle 24.90, Toaster 39.00, Mixer 89.50"
 NOTICE = "[notice] 3 action turns remain of 4."
 
 
 def judgment_reply(verdict: str = "pass", reason: str = "The output matches the page.", **flags) -> dict:
+    """The judge's answer as structured output (the judge model supports it), after some thinking."""
+    answer = {"verdict": verdict, "reason": reason, "blocked": False, "impossible": False, **flags}
+    return json_reply(answer, thinking="Comparing the output with the final page.")
+
+
+def judgment_tool_reply(verdict: str = "pass", reason: str = "The output matches the page.", **flags) -> dict:
+    """The judge's answer through its strict tool, as a model without structured outputs gives it."""
     answer = {"verdict": verdict, "reason": reason, "blocked": False, "impossible": False, **flags}
     return tool_use_reply(JUDGE_TOOL, answer)
 
 
 def evaluation_reply(result: str, explanation: str) -> dict:
-    return tool_use_reply(GRADER_TOOL, {"result": result, "explanation": explanation})
+    return json_reply({"result": result, "explanation": explanation})
 
 
 def tiny_png(width: int = 2, height: int = 2) -> bytes:
@@ -103,7 +110,7 @@ def finished_run(workspace, *, status: str = Run.Status.SUCCEEDED, judge: bool =
     return run
 
 
-def price_in_force(model: str, *, supports_vision: bool) -> Price:
+def price_in_force(model: str) -> Price:
     """A price row newer than any seeded one, so it is the one in force for `model` now."""
     return Price.objects.create(
         model=model,
@@ -112,7 +119,6 @@ def price_in_force(model: str, *, supports_vision: bool) -> Price:
         cache_write_5m_per_mtok=Decimal("3.75"),
         cache_write_1h_per_mtok=Decimal(6),
         cache_read_per_mtok=Decimal("0.30"),
-        supports_vision=supports_vision,
         valid_from=timezone.now() - timedelta(seconds=1),
     )
 

@@ -11,11 +11,16 @@ from typing import Any
 
 import pytest
 
+from judge.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
+from runs.scripted.validation import Refusal
 from runs.scripted.wire import Reply, WireError, WireServer
 
 JUDGE_TOOL = "record_judgment"
 GRADER_TOOL = "record_evaluation"
 DONE_TOOL = "done"
+# The judge and the grader are told who they are in their system prompt's first line; that is how they are routed.
+JUDGE_SYSTEM_FIRST_LINE = JUDGE_SYSTEM.strip().splitlines()[0]
+GRADER_SYSTEM_FIRST_LINE = GRADER_SYSTEM.strip().splitlines()[0]
 
 AGENT_QUEUE = "agent"
 JUDGE_QUEUE = "judge"
@@ -24,19 +29,19 @@ GRADER_QUEUE = "grader"
 ScriptedReply = Reply | Callable[[dict[str, Any]], Reply]
 
 
-def forced_tool_name(request: dict[str, Any]) -> str | None:
-    tool_choice = request.get("tool_choice") or {}
-    if tool_choice.get("type") == "tool":
-        return tool_choice.get("name")
-    return None
+def system_text(request: dict[str, Any]) -> str:
+    system = request.get("system")
+    if isinstance(system, str):
+        return system
+    return "\n".join(block.get("text", "") for block in system or [] if isinstance(block, dict))
 
 
 def default_route(request: dict[str, Any]) -> str:
-    """Judge and grader requests force their recording tool; everything else is the agent talking."""
-    forced = forced_tool_name(request)
-    if forced == JUDGE_TOOL:
+    """Judge and grader requests open with their own system prompt; everything else is the agent talking."""
+    system = system_text(request).lstrip()
+    if system.startswith(JUDGE_SYSTEM_FIRST_LINE):
         return JUDGE_QUEUE
-    if forced == GRADER_TOOL:
+    if system.startswith(GRADER_SYSTEM_FIRST_LINE):
         return GRADER_QUEUE
     return AGENT_QUEUE
 
@@ -46,6 +51,10 @@ class MessagesStub:
 
     A scripted reply is a message dict (see `runs.scripted.wire.text_reply` and friends), a WireError,
     or a callable that receives the request and returns either. Every request is recorded, in order.
+
+    Requests the real API would refuse never reach a queue: the server answers them with the API's error
+    (the broken rule's name first) and they land in `refusals`. The fixture fails the test at teardown for
+    each refusal it did not announce with `expect_refusal(rule)`.
     """
 
     _shared: MessagesStub | None = None
@@ -57,6 +66,7 @@ class MessagesStub:
         self._queues: dict[str, deque[ScriptedReply]] = {}
         self._fallbacks: dict[str, ScriptedReply] = {}
         self._requests: list[tuple[str, dict[str, Any]]] = []
+        self._expected_refusals: list[str] = []
         self.server = WireServer(self._respond)
 
     @classmethod
@@ -90,8 +100,37 @@ class MessagesStub:
             self._queues.clear()
             self._fallbacks.clear()
             self._requests.clear()
+            self._expected_refusals.clear()
             self.route = default_route
         self.server.prompt_cache.clear()
+        self.server.clear_refusals()
+
+    @property
+    def refusals(self) -> list[Refusal]:
+        """Requests the stub refused since the last reset (each with its rule, message and request body)."""
+        with self.server._received_lock:
+            return list(self.server.refusals)
+
+    def refused_rules(self) -> list[str]:
+        return [refusal.rule for refusal in self.refusals]
+
+    def expect_refusal(self, *rules: str) -> MessagesStub:
+        """Announce that this test provokes a refusal for each of `rules` (once each), so teardown accepts it."""
+        with self._lock:
+            self._expected_refusals.extend(rules)
+        return self
+
+    def unexpected_refusals(self) -> list[Refusal]:
+        """Refusals not announced by `expect_refusal`; each announcement excuses one refusal of its rule."""
+        with self._lock:
+            expected = list(self._expected_refusals)
+        unexpected = []
+        for refusal in self.refusals:
+            if refusal.rule in expected:
+                expected.remove(refusal.rule)
+            else:
+                unexpected.append(refusal)
+        return unexpected
 
     def enqueue(self, *replies: ScriptedReply, queue: str = AGENT_QUEUE) -> MessagesStub:
         with self._lock:
@@ -167,7 +206,15 @@ def messages_stub(messages_stub_server: MessagesStub) -> Iterator[MessagesStub]:
     point_environment_at(messages_stub_server)
     yield messages_stub_server
     wait_for_running_runs_to_end()
+    unexpected = messages_stub_server.unexpected_refusals()
     messages_stub_server.reset()
+    if unexpected:
+        # A request the real API would refuse is a bug of the code under test, whatever the test asserted.
+        pytest.fail(
+            "the Messages stub refused requests the test did not expect:\n"
+            + "\n".join(f"  - {refusal.full_message}" for refusal in unexpected),
+            pytrace=False,
+        )
 
 
 def wait_for_running_runs_to_end(timeout: float = 20) -> None:

@@ -89,12 +89,13 @@ def events(run: Run, type: str | None = None) -> list[Event]:
     return list(queryset.filter(type=type) if type else queryset)
 
 
-def browser(name: str, **member_input: Any) -> dict:
-    return tool_use_reply(name, member_input, toolset_name="browser")
+def browser(name: str, *, thinking: str | None = None, **member_input: Any) -> dict:
+    """A reply calling one browser member, after a thinking block (signed by the stub) when `thinking` is given."""
+    return tool_use_reply(name, member_input, toolset_name="browser", thinking=thinking)
 
 
-def done(success: bool = True, output: str = "Finished.", **extra: Any) -> dict:
-    return tool_use_reply("done", {"success": success, "output": output, **extra})
+def done(success: bool = True, output: str = "Finished.", *, thinking: str | None = None, **extra: Any) -> dict:
+    return tool_use_reply("done", {"success": success, "output": output, **extra}, thinking=thinking)
 
 
 def last_tool_result_text(request: dict) -> str:

@@ -16,7 +16,7 @@ def test_launch_creates_a_session_and_a_queued_run_with_defaults(acme, django_ca
     assert run.status == Run.Status.QUEUED
     assert run.task == "Find the price of the red mug."
     assert run.max_turns == 30
-    assert run.model == "claude-sonnet-4-6"
+    assert run.model == "claude-sonnet-5-5"
     assert run.session.output_schema == SCHEMA
     assert run.session.workspace == acme
     assert len(callbacks) == 1, "the run is enqueued once, on commit"

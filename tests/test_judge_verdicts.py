@@ -8,11 +8,11 @@ from django.conf import settings
 from agent_platform.models import ModelRequest
 from judge.models import Judgment
 from runs.models import Event, Run
-from runs.scripted.wire import error_reply, text_reply, tool_use_reply
+from runs.scripted.wire import error_reply, json_reply, text_reply
 from tests import messages_stub as stub_fixtures
 from tests.conftest import wait_for
 from tests.judge_support import FINAL_PAGE_TEXT, NOTICE, finished_run, judgment_reply, price_in_force, user_text
-from tests.messages_stub import JUDGE_QUEUE, JUDGE_TOOL
+from tests.messages_stub import JUDGE_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
@@ -69,12 +69,15 @@ def test_the_judge_reads_context_first_then_task_verdict_steps_and_final_page(
     judgment = judgment_of(run)
 
     [request] = messages_stub.requests_for(JUDGE_QUEUE)
-    assert request["tool_choice"] == {"type": "tool", "name": JUDGE_TOOL}
-    [tool] = request["tools"]
-    assert tool["name"] == JUDGE_TOOL
-    assert tool["strict"] is True
-    assert tool["input_schema"]["additionalProperties"] is False
-    assert tool["input_schema"]["properties"]["verdict"]["enum"] == ["pass", "fail", "uncertain"]
+    # The verdict comes as structured output: no tool, and nothing forced.
+    assert "tool_choice" not in request
+    assert "tools" not in request
+    output_format = request["output_config"]["format"]
+    assert output_format["type"] == "json_schema"
+    schema = output_format["schema"]
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["verdict", "reason", "blocked", "impossible"]
+    assert schema["properties"]["verdict"]["enum"] == ["pass", "fail", "uncertain"]
     text = user_text(request)
     order = [
         text.index(context[0]),
@@ -96,12 +99,10 @@ def test_the_judge_reads_context_first_then_task_verdict_steps_and_final_page(
 def test_judge_usage_is_billed_as_judge_and_counted_in_the_run_totals(
     messages_stub_server, celery_worker, messages_stub, acme
 ):
-    price_in_force(settings.JUDGE_MODEL, supports_vision=True)
+    price_in_force(settings.JUDGE_MODEL)
     usage = {"input_tokens": 1200, "output_tokens": 80, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
     messages_stub.judge(
-        tool_use_reply(
-            JUDGE_TOOL, {"verdict": "pass", "reason": "ok", "blocked": False, "impossible": False}, usage=usage
-        )
+        json_reply({"verdict": "pass", "reason": "ok", "blocked": False, "impossible": False}, usage=usage)
     )
 
     run = finished_run(acme)
@@ -126,26 +127,25 @@ def test_a_malformed_answer_is_asked_again_once_then_stored_as_uncertain(
 ):
     messages_stub.judge(
         text_reply("I think it passed."),
-        tool_use_reply(
-            JUDGE_TOOL, {"verdict": "maybe", "reason": "Hard to say.", "blocked": False, "impossible": False}
-        ),
+        json_reply({"verdict": "maybe", "reason": "Hard to say.", "blocked": False, "impossible": False}),
     )
 
     run = finished_run(acme)
     judgment = judgment_of(run)
 
     assert judgment.verdict == Judgment.Verdict.UNCERTAIN
-    assert "could not be read" in judgment.reason
+    assert "could not be parsed" in judgment.reason
     assert "'maybe' is not pass, fail or uncertain" in judgment.reason
     first, second = messages_stub.requests_for(JUDGE_QUEUE)
-    assert "could not be used: the answer held no record_judgment call" in user_text(second)
+    assert "could not be used: the answer was neither a JSON object nor a record_judgment call" in user_text(second)
+    assert "output_config" in second
     assert ModelRequest.objects.filter(run=run, source="judge").count() == 2
     assert Event.objects.filter(run=run, type="run.judged").count() == 1
 
 
 def test_a_malformed_answer_followed_by_a_good_one_is_kept(messages_stub_server, celery_worker, messages_stub, acme):
     messages_stub.judge(
-        tool_use_reply(JUDGE_TOOL, {"verdict": "pass", "reason": "", "blocked": "no", "impossible": False}),
+        json_reply({"verdict": "pass", "reason": "", "blocked": "no", "impossible": False}),
         judgment_reply("pass", "The three products and prices are on the page."),
     )
 

@@ -10,6 +10,7 @@ from agent_platform import ids
 from agent_platform.models import ModelRequest
 from judge.models import Judgment
 from judge.services import request_rejudge
+from runs.agent.model import model_profile
 from runs.launch import LaunchError
 from runs.lifecycle import mark_started
 from runs.models import Event, Run
@@ -22,7 +23,6 @@ from tests.judge_support import (
     finished_run,
     image_blocks,
     judgment_reply,
-    price_in_force,
     tiny_png,
     user_text,
 )
@@ -49,11 +49,11 @@ def judged_request(stub, run: Run, count: int = 1) -> dict:
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_vision_capable_judge_sees_the_final_viewport(
+def test_a_judge_model_whose_profile_takes_images_sees_the_final_viewport(
     messages_stub_server, celery_worker, messages_stub, acme, final_screenshot
 ):
     run_public_id, url, png = final_screenshot
-    price_in_force(settings.JUDGE_MODEL, supports_vision=True)
+    assert model_profile(settings.JUDGE_MODEL).image_input  # as the Models API reports it
     messages_stub.judge(judgment_reply())
 
     run = finished_run(acme, public_id=run_public_id, screenshot_url=url)
@@ -67,27 +67,10 @@ def test_a_vision_capable_judge_sees_the_final_viewport(
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_judge_without_vision_reads_the_final_page_text_only(
-    messages_stub_server, celery_worker, messages_stub, acme, final_screenshot
-):
-    run_public_id, url, _ = final_screenshot
-    price_in_force(settings.JUDGE_MODEL, supports_vision=False)
-    messages_stub.judge(judgment_reply())
-
-    run = finished_run(acme, public_id=run_public_id, screenshot_url=url)
-    request = judged_request(messages_stub, run)
-
-    assert image_blocks(request) == []
-    assert FINAL_PAGE_TEXT in user_text(request)
-
-
-@pytest.mark.worker
-@pytest.mark.django_db(transaction=True)
 def test_without_a_final_view_event_the_last_screenshot_shown_to_the_agent_is_used(
     messages_stub_server, celery_worker, messages_stub, acme, final_screenshot
 ):
     run_public_id, url, png = final_screenshot
-    price_in_force(settings.JUDGE_MODEL, supports_vision=True)
     messages_stub.judge(judgment_reply())
 
     run = finished_run(acme, public_id=run_public_id, screenshot_url=url, final_view=False)

@@ -7,6 +7,7 @@ import pytest
 from anthropic.types import TextBlock, ToolUseBlock
 from anthropic.types.beta import BetaToolUseBlock
 
+from judge.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
 from runs.scripted.wire import (
     WireServer,
     dropped_connection,
@@ -23,7 +24,7 @@ from tests.messages_stub import GRADER_TOOL, JUDGE_TOOL, MessagesStub
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
 
-MODEL = "claude-stub-model"
+MODEL = "claude-sonnet-5-5"
 HELLO = [{"role": "user", "content": "Hello"}]
 
 
@@ -137,32 +138,29 @@ def test_a_slow_reply_times_the_client_out(messages_stub):
         )
 
 
-def test_judge_and_grader_requests_have_their_own_queues(messages_stub):
+def test_judge_and_grader_requests_are_routed_to_their_queues_by_their_system_prompt(messages_stub):
     messages_stub.agent(text_reply("agent turn"))
     messages_stub.judge(tool_use_reply(JUDGE_TOOL, {"verdict": "pass"}))
     messages_stub.grader(tool_use_reply(GRADER_TOOL, {"result": "satisfied"}))
     client = client_for(messages_stub)
 
     judged = client.messages.create(
-        model=MODEL,
-        max_tokens=100,
-        messages=HELLO,
-        tool_choice={"type": "tool", "name": JUDGE_TOOL},
-        tools=[_tool(JUDGE_TOOL)],
+        model=MODEL, max_tokens=100, system=JUDGE_SYSTEM, messages=HELLO, tools=[_tool(JUDGE_TOOL)]
     )
     graded = client.messages.create(
         model=MODEL,
         max_tokens=100,
+        system=[{"type": "text", "text": GRADER_SYSTEM}],
         messages=HELLO,
-        tool_choice={"type": "tool", "name": GRADER_TOOL},
         tools=[_tool(GRADER_TOOL)],
     )
-    agent = client.messages.create(model=MODEL, max_tokens=100, messages=HELLO)
+    agent = client.messages.create(model=MODEL, max_tokens=100, system="You drive a browser.", messages=HELLO)
 
     assert judged.content[0].input == {"verdict": "pass"}
     assert graded.content[0].input == {"result": "satisfied"}
     assert agent.content[0].text == "agent turn"
     assert len(messages_stub.requests_for("judge")) == 1
+    assert len(messages_stub.requests_for("grader")) == 1
     assert len(messages_stub.requests_for("agent")) == 1
     assert len(messages_stub.requests) == 3
 
@@ -244,9 +242,7 @@ def test_a_growing_conversation_reads_the_earlier_prefix_and_writes_only_the_new
 
     first = client.messages.create(model=MODEL, max_tokens=10, system=system, messages=turn_one).usage
     second = client.messages.create(model=MODEL, max_tokens=10, system=system, messages=turn_two).usage
-    other_model = client.messages.create(
-        model="claude-other-stub-model", max_tokens=10, system=system, messages=turn_two
-    ).usage
+    other_model = client.messages.create(model="claude-opus-5-5", max_tokens=10, system=system, messages=turn_two).usage
 
     assert second.cache_read_input_tokens == first.cache_creation_input_tokens
     assert 0 < second.cache_creation_input_tokens < first.cache_creation_input_tokens

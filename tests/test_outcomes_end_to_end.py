@@ -116,7 +116,7 @@ def test_max_iterations_reached_allows_one_acknowledgment_turn(
     assert cycles(run) == [(0, "needs_revision"), (1, "max_iterations_reached")]
     assert len(messages_stub.requests_for(GRADER_QUEUE)) == 2
     acknowledgment = messages_stub.requests_for(AGENT_QUEUE)[-1]
-    assert acknowledgment["tool_choice"] == {"type": "tool", "name": "done"}
+    assert "tool_choice" not in acknowledgment  # asked for in a user message, never forced
     assert "Evaluation budget exhausted (max_iterations_reached after iteration 1)" in user_text(acknowledgment)
     assert (run.status, run.output) == (
         Run.Status.SUCCEEDED,
@@ -181,3 +181,28 @@ def test_judge_context_reaches_the_judge_and_never_the_agent(
     assert final_view["url"].endswith("/second.html")
     assert "You reached the second page." in user_text(judge_request)
     assert Judgment.objects.get(run=run).verdict == "pass"
+
+
+def test_a_judged_run_on_sonnet_5_5_succeeds_and_is_judged_with_no_forced_tool(
+    messages_stub_server, celery_worker, messages_stub, acme, site
+):
+    messages_stub.agent(navigate(f"{site}/second.html"), done("The second page says: You reached the second page."))
+    messages_stub.judge(judgment_reply("pass", "The output quotes the second page."))
+
+    run = launch_run(
+        acme,
+        task="Open the second page and quote it.",
+        start_url=f"{site}/index.html",
+        model="claude-sonnet-5-5",
+        judge=True,
+    )
+    finished(run)
+    wait_for(lambda: Judgment.objects.filter(run=run).exists(), message="the judgment")
+
+    assert run.status == Run.Status.SUCCEEDED, run.error_message
+    assert Judgment.objects.get(run=run).verdict == "pass"
+    requests = messages_stub.requests
+    assert {request["model"] for request in requests} >= {"claude-sonnet-5-5"}
+    assert all((request.get("tool_choice") or {}).get("type") not in ("tool", "any") for request in requests)
+    [judge_request] = messages_stub.requests_for(JUDGE_QUEUE)
+    assert judge_request["output_config"]["format"]["type"] == "json_schema"

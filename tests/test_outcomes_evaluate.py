@@ -11,7 +11,7 @@ from runs.models import Event, Run
 from runs.scripted.wire import error_reply, text_reply
 from tests import messages_stub as stub_fixtures
 from tests.judge_support import FINAL_PAGE_TEXT, evaluation_reply, finished_run, user_text
-from tests.messages_stub import GRADER_QUEUE, GRADER_TOOL
+from tests.messages_stub import GRADER_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
@@ -103,13 +103,11 @@ def test_the_grader_reads_outcome_rubric_deliverables_steps_and_final_view(model
     evaluate(run, 0, VIEW)
 
     [request] = model_in_process.requests_for(GRADER_QUEUE)
-    assert request["tool_choice"] == {"type": "tool", "name": GRADER_TOOL}
-    assert request["tools"][0]["strict"] is True
-    assert request["tools"][0]["input_schema"]["properties"]["result"]["enum"] == [
-        "satisfied",
-        "needs_revision",
-        "failed",
-    ]
+    # The grader's answer comes as structured output: no tool, nothing forced.
+    assert "tool_choice" not in request
+    assert "tools" not in request
+    schema = request["output_config"]["format"]["schema"]
+    assert schema["properties"]["result"]["enum"] == ["satisfied", "needs_revision", "failed"]
     text = user_text(request)
     for expected in ("A price list of the shop", RUBRIC, "Kettle 24.90, Toaster 39.00, Mixer 89.50", '"count": 3'):
         assert expected in text
@@ -248,3 +246,25 @@ def test_the_latest_done_call_is_graded_while_the_run_is_still_going(model_in_pr
     [request] = model_in_process.requests_for(GRADER_QUEUE)
     assert "Kettle 24.90, Toaster 39.00, Mixer 89.50" in user_text(request)
     assert '"count": 3' in user_text(request)
+
+
+@pytest.mark.django_db
+def test_spans_served_by_the_events_api_carry_the_spec_fields_with_the_envelopes_id_and_time(
+    model_in_process, acme, api
+):
+    model_in_process.grader(evaluation_reply("satisfied", "All three products with prices."))
+    run, outcome = run_with_outcome(acme)
+
+    evaluate(run, 0, VIEW)
+
+    served = api.get(f"/runs/{run.public_id}/events?limit=1000").json()["events"]
+    start = next(event for event in served if event["type"] == "span.outcome_evaluation_start")
+    end = next(event for event in served if event["type"] == "span.outcome_evaluation_end")
+    for event in (start, end):
+        assert event["data"]["id"] == event["id"]
+        assert event["data"]["processed_at"] == event["processed_at"]
+    assert set(end["data"]) == END_FIELDS
+    assert end["data"]["outcome_evaluation_start_id"] == start["id"]
+    assert (end["data"]["result"], end["data"]["outcome_id"]) == ("satisfied", outcome.public_id)
+    # the websocket's backlog and live pushes serve the same dicts
+    assert Event.objects.get(public_id=end["id"]).as_dict() == end

@@ -3,6 +3,7 @@
 import pytest
 
 from runs.agent import notices
+from runs.agent.loop import add_notices
 from runs.agent.notices import NoticeTracker
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
@@ -137,7 +138,13 @@ def test_each_notice_reaches_the_agent_at_the_end_of_the_right_turns_tool_result
         sent = last_tool_result_text(requests[turn])
         assert all(line in sent.splitlines() for line in result["notices"])
     assert "2 action turns remain (6 of 8 used)" in last_tool_result_text(requests[6])
-    assert requests[8]["tool_choice"] == {"type": "tool", "name": "done"}
+    # Notices go before the SDK's browser_state block, where the SDK puts its own text.
+    budget_turn = [block for block in requests[7]["messages"][-1]["content"] if block["type"] == "tool_result"][-1]
+    kinds_in_order = [block["type"] for block in budget_turn["content"]]
+    assert kinds_in_order[-1] == "browser_state"
+    assert budget_turn["content"][-2]["text"].startswith("[notice]")
+    assert all("tool_choice" not in request for request in requests)
+    assert "This is your verdict turn" in requests[8]["messages"][-1]["content"][-1]["text"]
     assert run.signals == {
         "turns": 8,
         "max_turns": 8,
@@ -148,3 +155,19 @@ def test_each_notice_reaches_the_agent_at_the_end_of_the_right_turns_tool_result
         "verdict_turn": "cap",
         "verdict_followed": True,
     }
+
+
+def test_notices_go_before_the_browser_state_block_of_a_tool_result():
+    block = {
+        "type": "tool_result",
+        "content": [
+            {"type": "text", "text": "Clicked."},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "browser_state", "tabs": [{"url": "http://shop.test/", "active": True}]},
+        ],
+    }
+
+    add_notices(block, ["[notice] 1 action turn remains."])
+
+    assert [inner["type"] for inner in block["content"]] == ["text", "image", "text", "browser_state"]
+    assert block["content"][2]["text"] == "[notice] 1 action turn remains."

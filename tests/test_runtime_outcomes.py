@@ -57,8 +57,9 @@ def test_needs_revision_sends_the_agent_back_with_a_fresh_budget_and_the_next_do
     assert revision.startswith("Revision requested (iteration 1)")
     assert "The Toaster and the Mixer are missing." in revision
     # without a fresh budget the request after the third action turn overall would have been the verdict turn
-    assert all("tool_choice" not in request for request in agent_requests[:6])
-    assert agent_requests[6]["tool_choice"] == {"type": "tool", "name": "done"}
+    assert all("tool_choice" not in request for request in agent_requests)
+    assert all("verdict turn" not in str(request["messages"][-1]) for request in agent_requests[:6])
+    assert "This is your verdict turn" in agent_requests[6]["messages"][-1]["content"][-1]["text"]
     assert run.signals["verdict_turn"] == "cap"
     assert run.signals["turns"] == 5
     types = [event.type for event in events(run)]
@@ -81,6 +82,6 @@ def test_max_iterations_reached_gives_one_acknowledgment_turn_then_the_last_verd
     evaluation = OutcomeEvaluation.objects.get(outcome__run=run)
     assert evaluation.result == "max_iterations_reached"
     acknowledgment = messages_stub.requests_for("agent")[1]
-    assert acknowledgment["tool_choice"] == {"type": "tool", "name": "done"}
+    assert "tool_choice" not in acknowledgment  # asked for in a user message, never forced
     assert "Evaluation budget exhausted" in acknowledgment["messages"][-1]["content"][-1]["text"]
     assert len(messages_stub.requests_for("grader")) == 1

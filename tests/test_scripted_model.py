@@ -1,5 +1,6 @@
 """The scripted demo model plays the bundled demo tasks step by step from the conversation, and judges and grades them."""
 
+import json
 import os
 import signal
 import subprocess
@@ -17,7 +18,6 @@ from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
 from runs.agent.network_guard import NetworkGuard
 from runs.scripted.demo import (
     DONE_TOOL,
-    GRADER_TOOL,
     JUDGE_TOOL,
     UNKNOWN_TASK_OUTPUT,
     ScriptedDemoModel,
@@ -28,7 +28,7 @@ from runs.scripted.demo import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-MODEL = "claude-sonnet-4-6"
+MODEL = "claude-sonnet-5-5"
 SHOP_TASK = "List the products on the first page of the demo shop with their prices.\nStart URL: http://127.0.0.1:8123/demo/shop/"
 CONTACT_TASK = "Send the demo shop a message through its contact form.\nStart URL: http://127.0.0.1:8123/demo/"
 
@@ -118,6 +118,8 @@ class Conversation:
         content: list[dict] = [
             {"type": "tool_result", "tool_use_id": call["id"], "content": result, "is_error": is_error}
         ]
+        if call.get("toolset_name"):
+            content[0]["toolset_name"] = call["toolset_name"]
         if then:
             content.append({"type": "text", "text": then})
         self.messages.append({"role": "user", "content": content})
@@ -305,49 +307,90 @@ def test_an_unknown_task_is_declined_with_done_failed():
     assert done["input"] == {"success": False, "output": UNKNOWN_TASK_OUTPUT}
 
 
-def judge_request(verdict_lines: str) -> dict:
+JUDGMENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["pass", "fail", "uncertain"]},
+        "reason": {"type": "string"},
+        "blocked": {"type": "boolean"},
+        "impossible": {"type": "boolean"},
+    },
+    "required": ["verdict", "reason", "blocked", "impossible"],
+    "additionalProperties": False,
+}
+
+
+def judge_request(verdict_lines: str, *, structured: bool = True) -> dict:
     text = (
         "# Judge context (weigh these before everything else)\n(none)\n\n# Task\nList the products.\n\n"
         f"# The agent's verdict\nStatus: succeeded\n{verdict_lines}\nError code: none\nOutput:\nFour products.\n\n"
         '# Steps the run took\n1. done {"success": false}'
     )
-    return {
+    request = {
         "model": MODEL,
         "max_tokens": 1024,
-        "tools": [{"name": JUDGE_TOOL, "input_schema": {"type": "object"}}],
-        "tool_choice": {"type": "tool", "name": JUDGE_TOOL},
         "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
     }
+    if structured:
+        request["output_config"] = {"format": {"type": "json_schema", "schema": JUDGMENT_SCHEMA}}
+    else:
+        request["tools"] = [{"name": JUDGE_TOOL, "strict": True, "input_schema": JUDGMENT_SCHEMA}]
+        request["tool_choice"] = {"type": "auto"}
+    return request
+
+
+def final_text(reply: dict) -> str:
+    return next(block["text"] for block in reply["content"] if block["type"] == "text")
 
 
 @pytest.mark.parametrize(
     ("verdict_line", "verdict"), [("success: true", "pass"), ("success: false", "fail"), ("success: null", "uncertain")]
 )
-def test_the_judge_follows_the_agents_verdict(verdict_line: str, verdict: str):
+def test_the_judge_follows_the_agents_verdict_in_structured_output(verdict_line: str, verdict: str):
     reply = ScriptedDemoModel()(judge_request(verdict_line))
 
-    (call,) = reply["content"]
+    assert reply["stop_reason"] == "end_turn"
+    judgment = json.loads(final_text(reply))
+    assert judgment["verdict"] == verdict
+    assert judgment["blocked"] is False
+    assert judgment["impossible"] is False
+    assert judgment["reason"]
+
+
+def test_the_judge_calls_its_strict_tool_when_offered_one_under_auto():
+    reply = ScriptedDemoModel()(judge_request("success: true", structured=False))
+
+    (call,) = [block for block in reply["content"] if block["type"] == "tool_use"]
     assert call["name"] == JUDGE_TOOL
-    assert call["input"]["verdict"] == verdict
-    assert call["input"]["blocked"] is False
-    assert call["input"]["impossible"] is False
-    assert call["input"]["reason"]
+    assert call["input"]["verdict"] == "pass"
 
 
 @pytest.mark.parametrize(("iteration", "result"), [(0, "needs_revision"), (1, "satisfied"), (2, "satisfied")])
 def test_the_grader_asks_for_one_revision_then_is_satisfied(iteration: int, result: str):
+    schema = {"type": "object", "properties": {"result": {"type": "string"}, "explanation": {"type": "string"}}}
     request = {
         "model": MODEL,
-        "tool_choice": {"type": "tool", "name": GRADER_TOOL},
+        "max_tokens": 1024,
+        "output_config": {"format": {"type": "json_schema", "schema": schema}},
         "messages": [
             {"role": "user", "content": f"# Evaluation cycle\nIteration {iteration} of at most 3 (0-indexed)."}
         ],
     }
 
-    (call,) = ScriptedDemoModel()(request)["content"]
+    evaluation = json.loads(final_text(ScriptedDemoModel()(request)))
 
-    assert (call["name"], call["input"]["result"]) == (GRADER_TOOL, result)
-    assert call["input"]["explanation"]
+    assert evaluation["result"] == result
+    assert evaluation["explanation"]
+
+
+def test_the_judge_over_the_wire_passes_the_strict_checks_and_thinks_first():
+    with scripted_model_server() as server:
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="scripted-demo", max_retries=0)
+        reply = client.beta.messages.create(**judge_request("success: true"))
+
+    assert [block.type for block in reply.content] == ["thinking", "text"]
+    assert json.loads(reply.content[1].text)["verdict"] == "pass"
+    assert server.refusals == []
 
 
 def test_product_lines_with_the_price_on_the_next_line_are_parsed():
@@ -379,6 +422,13 @@ def test_the_scripted_model_answers_the_real_sdk_over_the_wire():
         conversation = Conversation(SHOP_TASK, ITEMS_SCHEMA)
         first = client.beta.messages.create(**conversation.request())
         second = client.beta.messages.create(**conversation.request())
+        # The reply goes back exactly as received, thinking block and all, with the browser's answer.
+        conversation.messages.append({"role": "assistant", "content": [b.model_dump() for b in first.content]})
+        navigate = first.content[-1]
+        conversation.answer(navigate.model_dump(), "Navigated to http://127.0.0.1:8123/demo/shop/")
+        third = client.beta.messages.create(
+            **conversation.request(), thinking={"type": "adaptive", "display": "updates"}
+        )
 
     call = first.content[-1]
     assert (call.name, call.toolset_name, call.input) == (
@@ -388,6 +438,13 @@ def test_the_scripted_model_answers_the_real_sdk_over_the_wire():
     )
     assert first.model == MODEL
     assert first.stop_reason == "tool_use"
+    # Sonnet 5.5 thinks by default, and by default does not show the text: the block comes back empty but signed.
+    assert (first.content[0].type, first.content[0].thinking) == ("thinking", "")
+    assert first.content[0].signature
+    assert third.content[0].type == "thinking"
+    assert third.content[0].thinking == "The shop is open; I'll read the product list."
+    assert third.content[-1].name == "get_page_text"
+    assert server.refusals == []
     assert first.usage.input_tokens > 0
     assert (first.usage.input_tokens, first.usage.output_tokens) == (
         second.usage.input_tokens,

@@ -1,11 +1,16 @@
 """Per-run secrets: the agent types placeholders, the page receives the values, and no event, response, page or
 model request ever holds them."""
 
+import base64
+import random
 import re
+import struct
+import zlib
 
 import pytest
 
 from runs.models import Run
+from runs.secrets import mask
 from tests import fault_support
 from tests import messages_stub as stub_fixtures
 from tests.conftest import ApiClient
@@ -131,3 +136,51 @@ def test_a_refused_launch_form_does_not_echo_its_secrets(alice_client, acme):
     assert response.status_code == 400
     page = response.content.decode()
     assert 'name="secrets"' in page and "pa55-word" not in page
+
+
+def noisy_png(seed: int, width: int = 16, height: int = 16) -> bytes:
+    """A valid PNG of pseudo-random pixels: its base64 varies with the seed, as screenshots of pages do."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    pixels = random.Random(seed).randbytes(width * height * 3)
+    raw = b"".join(b"\x00" + pixels[row * width * 3 : (row + 1) * width * 3] for row in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def png_whose_base64_holds_four_digits() -> tuple[bytes, str, str]:
+    """A real PNG whose base64 happens to contain a 4-digit run, as about 1 viewport screenshot in 25 does."""
+    for seed in range(1000):
+        png = noisy_png(seed)
+        data = base64.b64encode(png).decode()
+        found = re.search(r"\d{4}", data)
+        if found:
+            return png, data, found.group(0)
+    raise AssertionError("no PNG with four digits in its base64")
+
+
+def test_a_pin_secret_leaves_screenshots_byte_identical_and_masks_only_text():
+    png, data, pin = png_whose_base64_holds_four_digits()
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "toolset_name": "browser",
+        "content": [
+            {"type": "text", "text": f"Your code {pin} was accepted."},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+            {"type": "browser_state", "tabs": [{"url": f"https://bank.test/?pin={pin}", "title": f"PIN {pin}"}]},
+        ],
+    }
+    payload = {"headers": {pin: f"code {pin}"}, "screenshot": {"type": "base64", "data": data}}
+
+    masked = mask(result, {"PIN": pin})
+    masked_payload = mask(payload, {"PIN": pin})
+
+    text, image, state = masked["content"]
+    assert base64.b64decode(image["source"]["data"]) == png  # byte-identical
+    assert text["text"] == "Your code {{secret:PIN}} was accepted."
+    assert state["tabs"] == [{"url": "https://bank.test/?pin={{secret:PIN}}", "title": "PIN {{secret:PIN}}"}]
+    assert masked_payload["headers"] == {pin: "code {{secret:PIN}}"}  # keys are never rewritten
+    assert masked_payload["screenshot"]["data"] == data

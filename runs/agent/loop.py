@@ -18,8 +18,8 @@ from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secrets import mask, prompt_section
 
-from . import notices, prompts
-from .model import ModelUnavailable, create_message
+from . import evaluation, notices, prompts
+from .model import ModelUnavailable, create_message, model_profile, thinking_param
 from .schema import data_problems
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,16 @@ VERDICT_CORRECTIONS = 2
 EVENT_TEXT_MAX_CHARS = 20_000
 NOT_EXECUTED_AFTER_DONE = "Not executed: done already ended the run in this turn."
 NOT_EXECUTED_ACKNOWLEDGING = "Not executed: the evaluation budget is exhausted and the run is ending; only done counts."
+NOT_EXECUTED_TRUNCATED = (
+    "Not executed: your reply was cut off at its max_tokens limit, so this call may be incomplete. Send it again."
+)
+VERDICT_REQUIRED = (
+    "verdict_required: this is the verdict turn; every tool but done is refused. Call done with your verdict."
+)
+# Replies cut off at max_tokens in a row before the run gives up: each one raises the limit, up to the model's.
+MAX_TRUNCATIONS = 3
+# pause_turn replies in a row that are sent back to continue before the run gives up.
+MAX_PAUSES = 5
 
 
 @dataclass
@@ -156,9 +166,24 @@ def bounded(text: str, limit: int = EVENT_TEXT_MAX_CHARS) -> str:
 class AgentLoop:
     """Owns one running run: asks the model, runs its browser actions, enforces the spec's limits, and ends the run."""
 
-    def __init__(self, run: Run, host_factory: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        run: Run,
+        host_factory: Callable[[], Any],
+        evaluator: evaluation.OutcomeEvaluator | None = None,
+    ) -> None:
         self.run = run
         self.host_factory = host_factory
+        # Registered by the app that grades outcomes: the runtime does not import it.
+        self.evaluator = evaluator or evaluation.evaluator()
+        self.profile = model_profile(run.model)
+        self.model_max_tokens = self.profile.max_tokens if self.profile is not None else None
+        self.max_tokens = settings.MODEL_MAX_TOKENS
+        if self.model_max_tokens is not None:
+            self.max_tokens = min(self.max_tokens, self.model_max_tokens)
+        self.truncations = 0
+        self.pauses = 0
+        self.nudged_empty = False
         self.host = None
         self.toolset = None
         self.schema = run.session.output_schema or None
@@ -168,10 +193,9 @@ class AgentLoop:
         self.turns = 0
         self.budget_start = 0
         self.consecutive_errors = 0
-        self.verdict_forced = False
+        self.on_verdict_turn = False
         self.verdict_corrections = 0
         self.awaiting_verdict = False
-        self.asked_for_done = False
         self.acknowledging = False
         self.iteration = 0
         self.last_done: dict | None = None
@@ -419,10 +443,11 @@ class AgentLoop:
                 last.pop("cache_control", None)
 
     def request(self) -> dict:
+        """The next Messages request. It never forces a tool: the verdict turn is asked for in a user message."""
         self.place_breakpoints()
         params: dict[str, Any] = {
             "model": self.run.model,
-            "max_tokens": settings.MODEL_MAX_TOKENS,
+            "max_tokens": self.max_tokens,
             "system": [
                 {
                     "type": "text",
@@ -433,9 +458,11 @@ class AgentLoop:
             "tools": [self.toolset.to_dict(), prompts.done_tool(self.schema)],
             "messages": self.messages,
         }
-        if self.verdict_forced or self.acknowledging:
-            # Forcing a tool rules out extended thinking, which this runtime does not enable.
-            params["tool_choice"] = {"type": "tool", "name": prompts.DONE_TOOL}
+        thinking = thinking_param(self.profile, self.run.thinking)
+        if thinking is not None:
+            params["thinking"] = thinking
+        if self.run.effort:  # "" leaves the model's own default effort
+            params["output_config"] = {"effort": self.run.effort}
         return params
 
     def converse(self) -> Ending:
@@ -444,20 +471,100 @@ class AgentLoop:
             lifecycle.heartbeat(self.run)
             message = create_message(self.run, source="agent", **self.request())
             self.replies += 1
-            content = list(message.content or [])
-            self.messages.append({"role": "assistant", "content": [block.to_dict() for block in content]})
-            for block in content:
-                if block.type == "text" and block.text.strip():
-                    emit(self.run, "agent.message", {"text": block.text, "turn": self.replies})
-            uses = [block for block in content if block.type == "tool_use"]
-            if self.acknowledging:
-                return self.acknowledged(uses)
-            ending = self.answer(uses) if uses else self.prose()
+            ending = self.on_reply(message)
             if ending is not None:
                 return ending
 
+    def on_reply(self, message) -> Ending | None:
+        """One reply, by its stop_reason; the assistant turn is kept exactly as received (thinking blocks and their
+        signatures included), since the API refuses a conversation whose earlier turns were altered."""
+        stop_reason = message.stop_reason
+        content = list(message.content or [])
+        if stop_reason == "refusal":
+            return self.refused(message, content)
+        if stop_reason == "model_context_window_exceeded":
+            return Ending.failed(
+                Run.ErrorCode.MODEL_ERROR,
+                f"The conversation outgrew {self.run.model}'s context window after {self.turns} action turns; "
+                "the model could not answer further.",
+            )
+        blocks = [block.to_dict(mode="json") for block in content]
+        if not any(block.get("type") != "text" or block.get("text") for block in blocks):
+            return self.empty_reply()  # never stored: the API refuses an empty assistant message
+        self.messages.append({"role": "assistant", "content": blocks})
+        self.show_messages(content)
+        uses = [block for block in content if block.type == "tool_use"]
+        if stop_reason == "pause_turn":
+            self.pauses += 1
+            if self.pauses > MAX_PAUSES:
+                return Ending.failed(
+                    Run.ErrorCode.MODEL_ERROR, f"The model paused its turn {MAX_PAUSES} times in a row."
+                )
+            return None  # the assistant turn goes back as it is, and the model continues it
+        self.pauses = 0
+        if stop_reason == "max_tokens":
+            return self.truncated(uses)
+        self.truncations = 0
+        if self.acknowledging:
+            return self.acknowledged(uses)
+        return self.answer(uses) if uses else self.prose()
+
+    def show_messages(self, content: list) -> None:
+        """Claude's text for the live timeline: its text blocks, and the progress text it writes between tool calls,
+        which arrives in thinking blocks."""
+        for block in content:
+            if block.type == "text" and block.text.strip():
+                emit(self.run, "agent.message", {"text": block.text, "turn": self.replies, "source": "text"})
+            elif block.type == "thinking" and (block.thinking or "").strip():
+                emit(self.run, "agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
+
+    def refused(self, message, content: list) -> Ending:
+        text = " ".join(block.text.strip() for block in content if block.type == "text" and block.text.strip())
+        details = getattr(message, "stop_details", None)
+        explanation = getattr(details, "explanation", None) or ""
+        said = text or explanation or "no explanation was given"
+        return Ending.failed(
+            Run.ErrorCode.MODEL_REFUSED, mask(f"The model declined to continue the task: {said}", self.run.secrets)
+        )
+
+    def truncated(self, uses: list) -> Ending | None:
+        """A reply cut off at max_tokens: none of its tool calls runs (the last one may be incomplete); the agent is
+        told, and the next request may have a higher limit, up to the model's."""
+        self.truncations += 1
+        if self.truncations > MAX_TRUNCATIONS:
+            return Ending.failed(
+                Run.ErrorCode.MODEL_ERROR,
+                f"The model's replies were cut off at max_tokens ({self.max_tokens}) {MAX_TRUNCATIONS + 1} times in "
+                "a row.",
+            )
+        if self.acknowledging:
+            return self.acknowledged([])
+        limit = self.max_tokens
+        if self.model_max_tokens is not None:
+            self.max_tokens = min(self.max_tokens * 2, self.model_max_tokens)
+        results = []
+        for use in uses:
+            self.emit_tool_use(use)
+            block = result_block(use, NOT_EXECUTED_TRUNCATED, is_error=True)
+            self.emit_tool_result(use, block, [], None)
+            results.append(block)
+        self.add_user([*results, text_block(prompts.truncated_message(limit, self.max_tokens))])
+        return None
+
+    def empty_reply(self) -> Ending | None:
+        """A reply with no content: answered once with a short nudge; the next one is treated as prose."""
+        if self.acknowledging:
+            return Ending.verdict(self.last_done)
+        if self.on_verdict_turn:
+            return self.verdict_missed()
+        if not self.nudged_empty:
+            self.nudged_empty = True
+            self.add_user([text_block(prompts.EMPTY_REPLY)])
+            return None
+        return self.prose()
+
     def start_verdict_turn(self, reason: str) -> None:
-        self.verdict_forced = True
+        self.on_verdict_turn = True
         self.awaiting_verdict = True
         self.verdict_corrections = 0
         self.signals["verdict_turn"] = reason
@@ -484,20 +591,13 @@ class AgentLoop:
         )
 
     def prose(self) -> Ending | None:
-        """A reply without any tool call: asked once for done; the next prose reply brings the verdict turn."""
-        if self.verdict_forced:
+        """A reply without any tool call: the agent is asked once, in a user message, to call done, and that request
+        is the verdict turn; prose on a verdict turn ends the run."""
+        if self.on_verdict_turn:
+            self.save_signals()
             return self.verdict_missed()
-        if self.awaiting_verdict:
-            self.signals["verdict_followed"] = False
-        if not self.asked_for_done:
-            self.asked_for_done = True
-            self.awaiting_verdict = True
-            self.signals["verdict_turn"] = "prose"
-            self.signals["verdict_followed"] = None
-            self.add_user([text_block(prompts.ASK_FOR_DONE)])
-        else:
-            self.start_verdict_turn("prose")
-            self.add_user([text_block(prompts.VERDICT_NOW)])
+        self.start_verdict_turn("prose")
+        self.add_user([text_block(prompts.ASK_FOR_DONE)])
         self.save_signals()
         return None
 
@@ -529,7 +629,7 @@ class AgentLoop:
 
     def answer(self, uses: list) -> Ending | None:
         """Answer every tool_use of one reply, then decide what the next request is."""
-        verdict_turn = self.verdict_forced
+        verdict_turn = self.on_verdict_turn
         results: list[tuple[Any, dict, str | None]] = []
         actions: list[tuple[str, dict]] = []
         accepted: dict | None = None
@@ -546,12 +646,7 @@ class AgentLoop:
                 block, accepted = self.check_done(use)
                 self.count_error(accepted is None)
             elif verdict_turn:
-                block = result_block(
-                    use,
-                    "verdict_required: this is the verdict turn; every tool but done is refused. Call done with your "
-                    "verdict.",
-                    is_error=True,
-                )
+                block = result_block(use, VERDICT_REQUIRED, is_error=True)
                 self.count_error(True)
             elif use.toolset_name == BROWSER_TOOLSET:
                 if halted:
@@ -589,10 +684,7 @@ class AgentLoop:
                 acted=acted,
             )
             if lines:
-                last_block = results[-1][1]
-                if isinstance(last_block["content"], str):
-                    last_block["content"] = [text_block(last_block["content"])]
-                last_block["content"].append(text_block("\n".join(lines)))
+                add_notices(results[-1][1], lines)
         for index, (use, block, screenshot_url) in enumerate(results):
             self.emit_tool_result(use, block, lines if index == len(results) - 1 else [], screenshot_url)
         blocks = [block for _, block, _ in results]
@@ -622,6 +714,8 @@ class AgentLoop:
             self.start_verdict_turn("cap")
         elif self.consecutive_errors >= notices.FAILURE_LIMIT:
             self.start_verdict_turn("failures")
+        if self.on_verdict_turn:
+            blocks.append(text_block(prompts.VERDICT_NOW))  # after the results: the API wants those first
         self.save_signals()
         self.add_user(blocks)
         return None
@@ -653,28 +747,27 @@ class AgentLoop:
     def on_done(self, done: dict) -> Ending | None:
         """An accepted done ends the run, unless the run's outcome sends the agent back to revise its work."""
         self.last_done = done
-        outcome = self.outcome()
-        if outcome is None:
+        evaluator = self.evaluator
+        if not evaluator.has_outcome(self.run):
             return Ending.verdict(done)
-        from judge import outcomes
-
         view = self.capture_final_view()
-        evaluation = outcomes.evaluate(self.run, self.iteration, view, done=done)
+        evaluation = evaluator.evaluate(self.run, self.iteration, view, done=done)
         result = evaluation.result
         if result == "needs_revision":
             self.iteration += 1
-            self.messages[-1]["content"].append(text_block(outcomes.revision_message(evaluation)))
+            self.messages[-1]["content"].append(text_block(evaluator.revision_message(evaluation)))
             # a fresh action-turn budget in the same browser context
             self.budget_start = self.turns
             self.consecutive_errors = 0
-            self.verdict_forced = False
+            self.on_verdict_turn = False
             self.awaiting_verdict = False
-            self.asked_for_done = False
+            self.nudged_empty = False
             self.tracker.reset_budget()
             return None
         if result == "max_iterations_reached":
+            # asked for in a user message, like the verdict turn: no tool is forced
             self.acknowledging = True
-            self.messages[-1]["content"].append(text_block(outcomes.acknowledgment_message(evaluation)))
+            self.messages[-1]["content"].append(text_block(evaluator.acknowledgment_message(evaluation)))
             return None
         if result == "interrupted":
             self.safe_point()  # the cancel that interrupted it ends the run as cancelled
@@ -696,11 +789,6 @@ class AgentLoop:
             self.emit_tool_result(use, block, [], None)
         return Ending.verdict(self.last_done)
 
-    def outcome(self):
-        from judge.models import Outcome
-
-        return Outcome.objects.filter(run=self.run).first()
-
     # --- signals --------------------------------------------------------------------------------------------
 
     def sync_signals(self) -> None:
@@ -715,6 +803,15 @@ class AgentLoop:
         """Written every turn, so the live page shows them."""
         self.sync_signals()
         Run.objects.filter(pk=self.run.pk).update(signals=self.signals)
+
+
+def add_notices(block: dict, lines: list[str]) -> None:
+    """The notices go into a tool result before the SDK's browser_state block, where the SDK puts its own text."""
+    if isinstance(block["content"], str):
+        block["content"] = [text_block(block["content"])]
+    content = block["content"]
+    at = next((index for index, inner in enumerate(content) if inner.get("type") == "browser_state"), len(content))
+    content.insert(at, text_block("\n".join(lines)))
 
 
 def first_line(error: BaseException) -> str:

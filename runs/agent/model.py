@@ -57,6 +57,25 @@ def describe(error: Exception) -> str:
     return f"The model request failed: {type(error).__name__}."
 
 
+def model_profile(model: str):
+    """The model's profile (runs.agent.profiles.ModelProfile) as the Models API describes it, or None when it cannot
+    be learnt (the request itself then says what is wrong with the model)."""
+    from . import profiles  # it builds its lookups on this module's client
+
+    try:
+        return profiles.profile(model)
+    except (profiles.UnknownModel, profiles.ProfilesUnavailable) as error:
+        log.warning("no profile for model %s: %s", model, error)
+        return None
+
+
+def thinking_param(profile, mode: str) -> dict | None:
+    """The request's thinking parameter for the run's thinking mode ("" = the model's default), or None to omit it."""
+    from . import profiles
+
+    return None if profile is None else profiles.thinking_config(profile, mode)
+
+
 def create_message(run: Run, *, source: str, **params):
     """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer."""
     try:

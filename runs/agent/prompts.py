@@ -31,13 +31,26 @@ correct the data and call done again.
 """
 
 ASK_FOR_DONE = (
-    "You replied without calling done. The run only ends when you call done: if the task is complete or cannot be "
-    "completed, call done(success, output) now; otherwise continue with the browser tools."
+    "You replied without calling done, and the run only ends when you call done. This is your verdict turn: call "
+    "done(success, output) now with your verdict; every other tool is refused (verdict_required)."
 )
 VERDICT_NOW = (
     "This is your verdict turn: no browser actions remain. Call done now with success, output (your account of "
     "what you found or did) and, if required, data."
 )
+EMPTY_REPLY = (
+    "Your reply was empty. Continue the task with the browser tools, or call done(success, output) if it is "
+    "complete or cannot be completed."
+)
+
+
+def truncated_message(limit: int, next_limit: int) -> str:
+    """After a reply cut off at max_tokens: none of its tool calls ran."""
+    raised = f" Your next reply may use up to {next_limit} tokens." if next_limit > limit else ""
+    return (
+        f"Your reply was cut off at its limit of {limit} tokens, so none of its tool calls was executed.{raised} "
+        "Continue with shorter steps: one tool call at a time, with brief text."
+    )
 
 
 def system_prompt(has_schema: bool) -> str:

@@ -2,7 +2,10 @@
 
 Each request is answered from the conversation it carries, never from server-side state, so any number of
 runs (and the worker's retries) can share one scripted model. The agent's next step is a small state machine
-keyed on the last browser step in the conversation; the judge and the grader answer their forced tools.
+keyed on the last browser step in the conversation. Like today's models, it thinks when thinking is on: the
+short text it writes before each tool call comes back in a thinking block (shown when the request's `thinking`
+asks for it). The judge and the grader answer with structured output (JSON text) when the request sets
+`output_config.format`, else through their strict tool, which they are offered under `tool_choice: auto`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from .wire import Reply, WireServer, text_reply, tool_use_reply
+from .wire import Reply, WireServer, json_reply, text_reply, thinking_block, thinking_shown, tool_use_reply
 
 JUDGE_TOOL = "record_judgment"
 GRADER_TOOL = "record_evaluation"
@@ -283,21 +286,64 @@ def last_result_of(steps: list[Step], name: str) -> Step | None:
     return next((step for step in reversed(steps) if step.name == name and step.result is not None), None)
 
 
+def output_format_schema(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a structured-output request constrains the reply's text to, if any."""
+    config = request.get("output_config") or {}
+    output_format = (config.get("format") if isinstance(config, dict) else None) or request.get("output_format")
+    if isinstance(output_format, dict) and output_format.get("type") == "json_schema":
+        return output_format.get("schema") or {}
+    return None
+
+
+def evaluation_kind(request: dict[str, Any]) -> str | None:
+    """ "judge" or "grader" for the judge's and the outcome grader's requests (they offer no `done` tool)."""
+    if tool_named(request, DONE_TOOL) is not None:
+        return None
+    forced = forced_tool(request)
+    if forced in (JUDGE_TOOL, GRADER_TOOL):
+        return "judge" if forced == JUDGE_TOOL else "grader"
+    properties = (output_format_schema(request) or {}).get("properties") or {}
+    if "verdict" in properties or tool_named(request, JUDGE_TOOL) is not None:
+        return "judge"
+    if "result" in properties or tool_named(request, GRADER_TOOL) is not None:
+        return "grader"
+    return None
+
+
+def thinking_instead_of_text(request: dict[str, Any], reply: Reply) -> Reply:
+    """With thinking on, the text a model writes before a tool call arrives as a thinking block, as on 5.5 models."""
+    if not isinstance(reply, dict) or thinking_shown(request) is None or reply.get("stop_reason") != "tool_use":
+        return reply
+    content = [
+        thinking_block(block["text"]) if block.get("type") == "text" else block for block in reply.get("content") or []
+    ]
+    return {**reply, "content": content}
+
+
 class ScriptedDemoModel:
     """The responder of the scripted model server: `ScriptedDemoModel()(request_body) -> message body`."""
 
     def __call__(self, request: dict[str, Any]) -> Reply:
-        forced = forced_tool(request)
-        if forced == JUDGE_TOOL:
-            return self.judge(request)
-        if forced == GRADER_TOOL:
-            return self.grade(request)
-        if forced:
-            return tool_use_reply(forced, conform({}, (tool_named(request, forced) or {}).get("input_schema")))
+        kind = evaluation_kind(request)
+        if kind is not None:
+            answer, tool = (
+                (self.judgment(request), JUDGE_TOOL) if kind == "judge" else (self.evaluation(request), GRADER_TOOL)
+            )
+            return self.structured(request, answer, tool)
         if tool_named(request, DONE_TOOL) is None:
+            schema = output_format_schema(request)
+            if schema is not None:
+                return json_reply(conform({}, schema))
             # Not an agent turn (a compaction or extraction request): a short, honest text answer.
             return text_reply("Summary: the scripted demo model followed its bundled demo trajectory.")
-        return self.agent_turn(request)
+        return thinking_instead_of_text(request, self.agent_turn(request))
+
+    def structured(self, request: dict[str, Any], answer: dict[str, Any], tool: str) -> Reply:
+        """The answer as JSON text under `output_config.format`, else as a call of the strict tool it was offered."""
+        thinking = "I weigh what the run reported against its steps." if thinking_shown(request) is not None else None
+        if output_format_schema(request) is not None:
+            return json_reply(answer, thinking=thinking)
+        return tool_use_reply(tool, answer, thinking=thinking)
 
     # The agent -------------------------------------------------------------------------------------------
 
@@ -420,7 +466,7 @@ class ScriptedDemoModel:
 
     # The judge and the grader ---------------------------------------------------------------------------
 
-    def judge(self, request: dict[str, Any]) -> Reply:
+    def judgment(self, request: dict[str, Any]) -> dict[str, Any]:
         text = request_text(request)
         line = VERDICT_SUCCESS_LINE.search(text)
         claimed = line.group(1).lower() if line else None
@@ -436,9 +482,9 @@ class ScriptedDemoModel:
             judgment = {"verdict": "fail", "reason": "The agent itself reported that it did not accomplish the task."}
         else:
             judgment = {"verdict": "uncertain", "reason": "The run ended without a verdict from the agent to check."}
-        return tool_use_reply(JUDGE_TOOL, {**judgment, "blocked": False, "impossible": False})
+        return {**judgment, "blocked": False, "impossible": False}
 
-    def grade(self, request: dict[str, Any]) -> Reply:
+    def evaluation(self, request: dict[str, Any]) -> dict[str, Any]:
         match = ITERATION.search(request_text(request))
         iteration = int(match.group(1)) if match else 0
         if iteration == 0:
@@ -449,7 +495,7 @@ class ScriptedDemoModel:
             }
         else:
             evaluation = {"result": "satisfied", "explanation": "The revised output states the count and every item."}
-        return tool_use_reply(GRADER_TOOL, evaluation)
+        return evaluation
 
 
 def scripted_model_server(host: str = "127.0.0.1", port: int = 0) -> WireServer:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
+import secrets
 import socket
 import threading
 import time
@@ -14,15 +16,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
+
+from .catalogue import catalogue_model, models_page
+from .validation import MAX_REQUEST_BYTES, Refusal, ThinkingLedger, estimate_tokens, validate
 
 logger = logging.getLogger(__name__)
 
 # The API only looks this many content blocks back from a breakpoint for an earlier cache entry.
 CACHE_LOOKBACK_BLOCKS = 20
-# A rough flat price for an image, so base64 payloads do not count as millions of text tokens.
-IMAGE_TOKENS = 1600
-CHARS_PER_TOKEN = 4
+# The minimum cacheable prompt of a model the catalogue does not know.
+DEFAULT_CACHE_MIN_TOKENS = 1024
+MODEL_PATH = re.compile(r"^/v1/models/(?P<model_id>[^/]+)$")
 
 
 @dataclass(frozen=True)
@@ -65,18 +70,46 @@ def new_tool_use_id() -> str:
     return "toolu_" + uuid.uuid4().hex[:24]
 
 
-def text_reply(text: str, *, usage: dict[str, int] | None = None, stop_reason: str = "end_turn") -> dict[str, Any]:
-    """A message holding one text block; usage defaults to what the server computes from the request."""
+def thinking_block(text: str) -> dict[str, Any]:
+    """A thinking block for a scripted reply; the server signs it, and empties its text unless the request's
+    `thinking` asks for it to be shown (`display` summarized or updates, or `between_tools`)."""
+    return {"type": "thinking", "thinking": text}
+
+
+def _message(content: list[dict[str, Any]], stop_reason: str, usage: dict[str, int] | None) -> dict[str, Any]:
     reply: dict[str, Any] = {
         "type": "message",
         "role": "assistant",
-        "content": [{"type": "text", "text": text}],
+        "content": content,
         "stop_reason": stop_reason,
         "stop_sequence": None,
     }
     if usage is not None:
         reply["usage"] = usage
     return reply
+
+
+def _thinking(thinking: str | list[str] | None) -> list[dict[str, Any]]:
+    if thinking is None:
+        return []
+    return [thinking_block(text) for text in ([thinking] if isinstance(thinking, str) else thinking)]
+
+
+def text_reply(
+    text: str,
+    *,
+    usage: dict[str, int] | None = None,
+    stop_reason: str = "end_turn",
+    thinking: str | list[str] | None = None,
+) -> dict[str, Any]:
+    """A message holding one text block (after thinking blocks, if given); usage defaults to what the server
+    computes from the request."""
+    return _message([*_thinking(thinking), {"type": "text", "text": text}], stop_reason, usage)
+
+
+def json_reply(value: Any, *, thinking: str | list[str] | None = None, usage: dict[str, int] | None = None):
+    """A structured-output answer: the text is `value` as JSON, as a request with `output_config.format` gets it."""
+    return text_reply(json.dumps(value), thinking=thinking, usage=usage)
 
 
 def tool_use_block(
@@ -96,29 +129,54 @@ def tool_use_reply(
     toolset_name: str | None = None,
     text: str | None = None,
     usage: dict[str, int] | None = None,
+    thinking: str | list[str] | None = None,
 ) -> dict[str, Any]:
-    """A message that calls one tool, optionally after a short text block, as the model does."""
-    return multi_tool_use_reply([tool_use_block(name, input, toolset_name=toolset_name)], text=text, usage=usage)
+    """A message that calls one tool, optionally after thinking and a short text block, as the model does."""
+    return multi_tool_use_reply(
+        [tool_use_block(name, input, toolset_name=toolset_name)], text=text, usage=usage, thinking=thinking
+    )
 
 
 def multi_tool_use_reply(
-    blocks: list[dict[str, Any]], *, text: str | None = None, usage: dict[str, int] | None = None
+    blocks: list[dict[str, Any]],
+    *,
+    text: str | None = None,
+    usage: dict[str, int] | None = None,
+    thinking: str | list[str] | None = None,
 ) -> dict[str, Any]:
     """A message with several tool_use blocks (parallel tool use): the client answers all of them in one turn."""
-    content: list[dict[str, Any]] = []
+    content = _thinking(thinking)
     if text:
         content.append({"type": "text", "text": text})
     content.extend(blocks)
-    reply: dict[str, Any] = {
-        "type": "message",
-        "role": "assistant",
-        "content": content,
-        "stop_reason": "tool_use",
-        "stop_sequence": None,
-    }
-    if usage is not None:
-        reply["usage"] = usage
-    return reply
+    return _message(content, "tool_use", usage)
+
+
+def max_tokens_reply(
+    *,
+    text: str | None = None,
+    tool: dict[str, Any] | None = None,
+    thinking: str | list[str] | None = None,
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """A reply cut off by `max_tokens`: its text, and a tool call whose input was cut short (pass the partial
+    input, e.g. `tool_use_block("navigate", {})`), must not be executed."""
+    content = _thinking(thinking)
+    if text:
+        content.append({"type": "text", "text": text})
+    if tool is not None:
+        content.append(tool)
+    return _message(content, "max_tokens", usage)
+
+
+def refusal_reply(text: str | None = None, *, usage: dict[str, int] | None = None) -> dict[str, Any]:
+    """The model declined (`stop_reason: refusal`), with whatever text it wrote before stopping, if any."""
+    return _message([{"type": "text", "text": text}] if text else [], "refusal", usage)
+
+
+def empty_reply(*, usage: dict[str, int] | None = None) -> dict[str, Any]:
+    """`end_turn` with no content at all, which the model sometimes answers after a tool result."""
+    return _message([], "end_turn", usage)
 
 
 def error_reply(
@@ -138,6 +196,19 @@ def error_reply(
     )
 
 
+def rate_limited(retry_after_seconds: float = 1.0) -> WireError:
+    """429 with `retry-after`, as the API answers a rate limit."""
+    return error_reply(
+        429, "rate_limit_error", "Number of request tokens has exceeded your rate limit",
+        retry_after_seconds=retry_after_seconds,
+    )  # fmt: skip
+
+
+def overloaded(retry_after_seconds: float = 1.0) -> WireError:
+    """529 with `retry-after`, as the API answers when it is overloaded."""
+    return error_reply(529, "overloaded_error", "Overloaded", retry_after_seconds=retry_after_seconds)
+
+
 def dropped_connection(delay_seconds: float = 0.0) -> WireError:
     return WireError(status=0, error_type="", message="", delay_seconds=delay_seconds, drop_connection=True)
 
@@ -152,31 +223,6 @@ def _strip_cache_control(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip_cache_control(v) for v in value]
     return value
-
-
-def _count_images(value: Any) -> int:
-    if isinstance(value, dict):
-        own = 1 if value.get("type") == "image" else 0
-        return own + sum(_count_images(v) for k, v in value.items() if k != "source")
-    if isinstance(value, list):
-        return sum(_count_images(v) for v in value)
-    return 0
-
-
-def _without_image_data(value: Any) -> Any:
-    if isinstance(value, dict):
-        if value.get("type") == "image":
-            return {"type": "image"}
-        return {k: _without_image_data(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_image_data(v) for v in value]
-    return value
-
-
-def estimate_tokens(value: Any) -> int:
-    """About four characters of JSON per token, and a flat price per image."""
-    text = json.dumps(_without_image_data(value), separators=(",", ":"), sort_keys=True)
-    return len(text) // CHARS_PER_TOKEN + IMAGE_TOKENS * _count_images(value)
 
 
 @dataclass
@@ -227,14 +273,21 @@ def prompt_tokens(request: dict[str, Any]) -> int:
 class PromptCache:
     """Remembers prefixes written at cache_control breakpoints and prices later requests that reuse them."""
 
-    def __init__(self, min_cacheable_tokens: int = 0) -> None:
+    def __init__(self, min_cacheable_tokens: int | None = None) -> None:
         self._lock = threading.Lock()
         self._entries: set[str] = set()
+        # None: each model's own minimum from the catalogue (512 tokens on Sonnet 5.5, 1,024 on the others).
         self.min_cacheable_tokens = min_cacheable_tokens
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+    def minimum_for(self, model_id: str) -> int:
+        if self.min_cacheable_tokens is not None:
+            return self.min_cacheable_tokens
+        model = catalogue_model(model_id)
+        return model.cache_min_tokens if model else DEFAULT_CACHE_MIN_TOKENS
 
     def input_usage(self, request: dict[str, Any]) -> dict[str, int]:
         blocks = _prompt_blocks(request)
@@ -249,7 +302,7 @@ class PromptCache:
             return {"input_tokens": max(total, 1), "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         last = breakpoints[-1]
         cached_through = cumulative[last]
-        if cached_through < self.min_cacheable_tokens:
+        if cached_through < self.minimum_for(str(request.get("model", ""))):
             return {"input_tokens": max(total, 1), "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         with self._lock:
             read = 0
@@ -274,10 +327,13 @@ class PromptCache:
 
 
 class WireServer:
-    """Serves `POST /v1/messages` and `POST /v1/messages/count_tokens` on 127.0.0.1 from `responder`.
+    """Serves `POST /v1/messages`, `POST /v1/messages/count_tokens` and the Models API on 127.0.0.1.
 
-    The responder gets the parsed request body and returns a message body (missing id, model and usage
-    are filled in here) or a WireError. Requests are handled on their own threads.
+    Every Messages request is first checked against the API's rules (runs.scripted.validation): a request the
+    real API would refuse is answered with its error, the rule's name first in the message, and kept in
+    `refusals`. The others go to `responder`, which gets the parsed request body and returns a message body
+    (missing id, model and usage are filled in here, thinking blocks signed) or a WireError. Requests are handled
+    on their own threads.
     """
 
     def __init__(
@@ -287,12 +343,15 @@ class WireServer:
         host: str = "127.0.0.1",
         port: int = 0,
         prompt_cache: PromptCache | None = None,
+        thinking_secret: bytes | None = None,
     ) -> None:
         self.responder = responder
         self.host = host
         self.port = port
         self.prompt_cache = prompt_cache or PromptCache()
+        self.thinking = ThinkingLedger(thinking_secret or secrets.token_bytes(32))
         self.received: list[WireRequest] = []
+        self.refusals: list[Refusal] = []
         self._received_lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -333,8 +392,17 @@ class WireServer:
         with self._received_lock:
             self.received.append(request)
 
+    def refuse(self, refusal: Refusal) -> None:
+        logger.warning("messages wire refused a request: %s", refusal.full_message)
+        with self._received_lock:
+            self.refusals.append(refusal)
+
+    def clear_refusals(self) -> None:
+        with self._received_lock:
+            self.refusals.clear()
+
     def complete_message(self, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
-        """Fill what a scripted reply left out the way the API would: id, model, and usage."""
+        """Fill what a scripted reply left out the way the API would: id, model, usage, and signed thinking."""
         message = {
             "id": new_message_id(),
             "type": "message",
@@ -343,15 +411,54 @@ class WireServer:
             "stop_sequence": None,
             **reply,
         }
-        message.setdefault("stop_reason", _stop_reason_for(message.get("content") or []))
+        content = [dict(block) for block in message.get("content") or []]
+        message.setdefault("stop_reason", _stop_reason_for(content))
         usage = dict(message.get("usage") or {})
         if not {"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"} <= usage.keys():
             computed = self.prompt_cache.input_usage(request)
             for key, value in computed.items():
                 usage.setdefault(key, value)
-        usage.setdefault("output_tokens", max(estimate_tokens(message.get("content") or []), 1))
+        # Thinking is billed as output whether or not its text is shown.
+        usage.setdefault("output_tokens", max(estimate_tokens(content), 1))
         message["usage"] = usage
+        message["content"] = self._issue_thinking(request, content)
         return message
+
+    def _issue_thinking(self, request: dict[str, Any], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Thinking blocks as the request's `thinking` settings return them, signed for this model."""
+        shown = thinking_shown(request)
+        model = str(request.get("model", ""))
+        issued = []
+        for block in content:
+            if block.get("type") == "thinking" and not block.get("signature"):
+                if shown is None:
+                    continue  # thinking is off for this request: the model does not think
+                text = block.get("thinking", "") if shown else ""
+                block = {"type": "thinking", "thinking": text, "signature": self.thinking.sign(model, text)}
+            issued.append(block)
+        self.thinking.issued(issued)
+        return issued
+
+
+def thinking_shown(request: dict[str, Any]) -> bool | None:
+    """Whether a request gets its thinking text back (True), blocks with empty text (False), or none (None: off).
+
+    `between_tools` returns the progress text the model writes between tool calls; adaptive or enabled thinking
+    returns text only with `display` summarized or updates (the default on today's models is to omit it); no
+    `thinking` at all means the model's default, which is adaptive on a model that cannot turn thinking off.
+    """
+    thinking = request.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind == "between_tools":
+        return True
+    if kind in ("adaptive", "enabled"):
+        return thinking.get("display") in ("summarized", "updates")
+    if kind == "disabled":
+        return None
+    model = catalogue_model(str(request.get("model", "")))
+    if model is not None and "disabled" not in model.thinking_types:
+        return False
+    return None
 
 
 def _stop_reason_for(content: list[dict[str, Any]]) -> str:
@@ -374,6 +481,21 @@ def sse_events(message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             for offset in range(0, len(text), 40):
                 delta = {"type": "text_delta", "text": text[offset : offset + 40]}
                 yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+        elif block.get("type") == "thinking":
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {**block, "thinking": "", "signature": ""},
+                },
+            )
+            text = block.get("thinking", "")
+            for offset in range(0, len(text), 40):
+                delta = {"type": "thinking_delta", "thinking": text[offset : offset + 40]}
+                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
+            delta = {"type": "signature_delta", "signature": block.get("signature", "")}
+            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         elif block.get("type") == "tool_use":
             yield (
                 "content_block_start",
@@ -409,7 +531,8 @@ class _WireHandler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path.rstrip("/")
         try:
             length = int(self.headers.get("content-length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            body = json.loads(raw or b"{}") if length <= MAX_REQUEST_BYTES else {}
         except (ValueError, json.JSONDecodeError) as exc:
             self._send_json(400, WireError(400, "invalid_request_error", f"body is not JSON: {exc}").body())
             return
@@ -424,6 +547,11 @@ class _WireHandler(BaseHTTPRequestHandler):
                 path=self.path, headers={name.lower(): value for name, value in self.headers.items()}, body=body
             )
         )
+        refusal = validate(body, self.wire.thinking, body_bytes=length, count_tokens=prompt_tokens)
+        if refusal is not None:
+            self.wire.refuse(refusal)
+            self._send_error(WireError(refusal.status, refusal.error_type, refusal.full_message))
+            return
         try:
             reply = self.wire.responder(body)
         except Exception:
@@ -441,6 +569,26 @@ class _WireHandler(BaseHTTPRequestHandler):
             self._send_json(200, message)
 
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        parts = urlsplit(self.path)
+        path = parts.path.rstrip("/")
+        if path == "/v1/models":
+            query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+            try:
+                limit = min(max(int(query.get("limit", 20)), 1), 1000)
+            except ValueError:
+                limit = 20
+            page = models_page(limit=limit, after_id=query.get("after_id"), before_id=query.get("before_id"))
+            self._send_json(200, page)
+            return
+        match = MODEL_PATH.match(path)
+        if match:
+            model = catalogue_model(match.group("model_id"))
+            if model is None:
+                message = f"model: {match.group('model_id')}"
+                self._send_json(404, WireError(404, "not_found_error", message).body())
+            else:
+                self._send_json(200, model.model_info())
+            return
         self._send_json(404, WireError(404, "not_found_error", f"no route for GET {self.path}").body())
 
     def _send_error(self, error: WireError) -> None:
@@ -455,7 +603,9 @@ class _WireHandler(BaseHTTPRequestHandler):
             return
         headers = {}
         if error.retry_after_seconds is not None:
+            # The API sends both; the SDK prefers the millisecond one.
             headers["retry-after-ms"] = str(int(error.retry_after_seconds * 1000))
+            headers["retry-after"] = str(max(int(error.retry_after_seconds + 0.999), 0))
         self._send_json(error.status, error.body(), headers)
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:

@@ -164,7 +164,9 @@
       return;
     }
     state.local = localProblems(schema);
-    if (!state.local.length && config.session_schema && canonical(config.session_schema) !== canonical(schema)) {
+    if (!state.local.length && config.in_session && !config.session_schema) {
+      state.localConflict = "This session has no output schema and a follow-up cannot add one; this launch would be refused as a conflict. Clear the schema, or start a new session.";
+    } else if (!state.local.length && config.session_schema && canonical(config.session_schema) !== canonical(schema)) {
       state.localConflict = "This session already has a different output schema; this launch would be refused as a conflict. Clear the schema to inherit the session's, or start a new session.";
     }
     show();
@@ -211,5 +213,27 @@
   form.addEventListener("submit", function (event) {
     if (submit.disabled) event.preventDefault();
   });
+
+  // Offer only the effort levels and thinking modes the chosen model has (from the Models API, via the page).
+  var modelSelect = document.getElementById("id_model");
+  function fitModelOptions() {
+    var chosen = (config.models || []).filter(function (model) {
+      return model.id === modelSelect.value;
+    })[0];
+    [["id_effort", "efforts"], ["id_thinking", "thinking"]].forEach(function (pair) {
+      var select = document.getElementById(pair[0]);
+      if (!select) return;
+      Array.prototype.forEach.call(select.options, function (option) {
+        var offered = !option.value || !chosen || chosen[pair[1]].indexOf(option.value) >= 0;
+        option.disabled = !offered;
+        option.hidden = !offered;
+        if (!offered && option.selected) select.value = "";
+      });
+    });
+  }
+  if (modelSelect && modelSelect.tagName === "SELECT") {
+    modelSelect.addEventListener("change", fitModelOptions);
+    fitModelOptions();
+  }
   check();
 })();

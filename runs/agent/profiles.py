@@ -1,0 +1,219 @@
+"""What each model can do, learnt from the Models API (never from its name) and cached per process for a while."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import anthropic
+from django.conf import settings
+
+from .model import client
+
+# A launch waits on this lookup: fail fast rather than with the agent loop's patient retries.
+LOOKUP_TIMEOUT_SECONDS = 10.0
+LOOKUP_MAX_RETRIES = 1
+# Thinking types from the least thinking to the most; "enabled" (a fixed budget) is never chosen for a run.
+THINKING_LADDER = ("disabled", "between_tools", "adaptive")
+# The `display` that returns the text the model writes between tool calls (the beta thinking config's values are
+# summarized | omitted | updates; today's models default to omitting it).
+PROGRESS_DISPLAY = "updates"
+
+
+class UnknownModel(Exception):
+    """The Models API does not know this model id (404)."""
+
+    def __init__(self, model: str):
+        super().__init__(f"no model '{model}' in the model catalogue")
+        self.model = model
+
+
+class ProfilesUnavailable(Exception):
+    """The Models API could not be asked (unreachable, timing out, or refusing our key)."""
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """One model as the Models API describes it."""
+
+    id: str
+    display_name: str
+    max_input_tokens: int | None
+    max_tokens: int | None
+    lifecycle: str  # active | deprecated | retired
+    retires_at: datetime | None
+    image_input: bool
+    structured_outputs: bool
+    thinking_types: tuple[str, ...]
+    effort_levels: tuple[str, ...]
+    default_effort: str | None  # the Models API does not report it today; None means "the model's own"
+    context_management: tuple[str, ...]
+
+    @property
+    def retired(self) -> bool:
+        return self.lifecycle == "retired"
+
+    @property
+    def deprecated(self) -> bool:
+        return self.lifecycle == "deprecated"
+
+    @property
+    def thinking_modes(self) -> tuple[str, ...]:
+        """The run-level thinking modes this model accepts: adaptive, and its lowest setting."""
+        modes = []
+        if "adaptive" in self.thinking_types:
+            modes.append("adaptive")
+        lowest = lowest_thinking(self)
+        if lowest is not None and lowest not in modes:
+            modes.append(lowest)
+        return tuple(modes)
+
+    @classmethod
+    def from_model_info(cls, info: anthropic.types.ModelInfo) -> ModelProfile:
+        capabilities = info.capabilities
+        thinking_types: tuple[str, ...] = ()
+        effort_levels: tuple[str, ...] = ()
+        strategies: tuple[str, ...] = ()
+        image_input = structured_outputs = False
+        if capabilities is not None:
+            types = capabilities.thinking.types
+            thinking_types = tuple(
+                name for name in ("adaptive", "between_tools", "disabled", "enabled") if getattr(types, name).supported
+            )
+            effort = capabilities.effort
+            if effort.supported:
+                effort_levels = tuple(
+                    level
+                    for level in ("low", "medium", "high", "xhigh", "max")
+                    if getattr(effort, level) is not None and getattr(effort, level).supported
+                )
+            context = capabilities.context_management
+            if context.supported:
+                strategies = tuple(
+                    name
+                    for name in ("clear_tool_uses_20250919", "clear_thinking_20251015", "compact_20260112")
+                    if getattr(context, name) is not None and getattr(context, name).supported
+                )
+            image_input = capabilities.image_input.supported
+            structured_outputs = capabilities.structured_outputs.supported
+        extra = info.model_extra or {}
+        return cls(
+            id=info.id,
+            display_name=info.display_name,
+            max_input_tokens=info.max_input_tokens,
+            max_tokens=info.max_tokens,
+            lifecycle=info.lifecycle,
+            retires_at=info.retires_at,
+            image_input=image_input,
+            structured_outputs=structured_outputs,
+            thinking_types=thinking_types,
+            effort_levels=effort_levels,
+            default_effort=extra.get("default_effort") if isinstance(extra.get("default_effort"), str) else None,
+            context_management=strategies,
+        )
+
+
+def lowest_thinking(profile: ModelProfile) -> str | None:
+    """The least thinking the model accepts ("disabled", else "between_tools", else "adaptive"), or None."""
+    return next((kind for kind in THINKING_LADDER if kind in profile.thinking_types), None)
+
+
+def thinking_config(profile: ModelProfile, mode: str = "") -> dict | None:
+    """The `thinking` parameter to send for a run's thinking mode, or None to send none.
+
+    "" means adaptive where the model supports it, else its lowest setting; "adaptive" and the lowest setting
+    are sent as asked (launch has checked the model accepts them). Adaptive thinking asks for `display: updates`,
+    so the text the model writes between tool calls comes back; `between_tools` returns it without asking.
+    """
+    kind = mode or ("adaptive" if "adaptive" in profile.thinking_types else lowest_thinking(profile))
+    if kind is None:
+        return None
+    if kind not in profile.thinking_types:
+        raise ValueError(f"{profile.id} does not accept thinking type {kind!r}")
+    if kind == "adaptive":
+        return {"type": "adaptive", "display": PROGRESS_DISPLAY}
+    if kind == "disabled" and not mode:
+        return None  # off is the model's own default where it can be off: nothing to send
+    return {"type": kind}
+
+
+# --- the per-process cache ----------------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_profiles: dict[tuple[str, str], tuple[float, ModelProfile]] = {}
+_lineups: dict[str, tuple[float, list[ModelProfile]]] = {}
+
+
+def _ttl() -> float:
+    return float(getattr(settings, "MODEL_PROFILE_TTL_SECONDS", 600))
+
+
+def _endpoint() -> str:
+    # The client's own base URL (settings, else the SDK's environment variable, else the API's): profiles of one
+    # endpoint are not another's.
+    return str(client().base_url)
+
+
+def _lookup_client() -> anthropic.Anthropic:
+    return client().with_options(max_retries=LOOKUP_MAX_RETRIES, timeout=LOOKUP_TIMEOUT_SECONDS)
+
+
+def _unavailable(error: anthropic.APIError) -> ProfilesUnavailable:
+    if isinstance(error, anthropic.APIStatusError):
+        reason = f"it answered HTTP {error.status_code}"
+    elif isinstance(error, anthropic.APITimeoutError):
+        reason = f"it did not answer within {LOOKUP_TIMEOUT_SECONDS:.0f}s"
+    else:
+        reason = "it could not be reached"
+    return ProfilesUnavailable(f"The Models API could not be asked about models: {reason}. Try again shortly.")
+
+
+def profile(model: str) -> ModelProfile:
+    """The model's profile from `models.retrieve`, cached for MODEL_PROFILE_TTL_SECONDS.
+
+    Raises UnknownModel for an id the API does not know, ProfilesUnavailable when it cannot be asked.
+    """
+    key = (_endpoint(), model)
+    now = time.monotonic()
+    with _lock:
+        cached = _profiles.get(key)
+    if cached is not None and now - cached[0] < _ttl():
+        return cached[1]
+    try:
+        info = _lookup_client().models.retrieve(model)
+    except anthropic.NotFoundError:
+        raise UnknownModel(model) from None
+    except anthropic.APIError as error:
+        raise _unavailable(error) from error
+    found = ModelProfile.from_model_info(info)
+    with _lock:
+        _profiles[key] = (now, found)
+    return found
+
+
+def active_models() -> list[ModelProfile]:
+    """The active lineup from `models.list`, in the API's order (newest first), cached like profiles."""
+    key = _endpoint()
+    now = time.monotonic()
+    with _lock:
+        cached = _lineups.get(key)
+    if cached is not None and now - cached[0] < _ttl():
+        return [found for found in cached[1] if found.lifecycle == "active"]
+    try:
+        every = [ModelProfile.from_model_info(info) for info in _lookup_client().models.list(limit=100)]
+    except anthropic.APIError as error:
+        raise _unavailable(error) from error
+    with _lock:
+        _lineups[key] = (now, every)
+        for found in every:
+            _profiles[(key, found.id)] = (now, found)
+    return [found for found in every if found.lifecycle == "active"]
+
+
+def forget_profiles() -> None:
+    """Empty the cache (tests, or an operator who knows the lineup changed)."""
+    with _lock:
+        _profiles.clear()
+        _lineups.clear()
