@@ -53,6 +53,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python bench/token_economy.py
 	$(BIN)/python bench/turn_overhead.py
+	$(BIN)/python bench/step_speed.py
 	$(BIN)/python bench/density.py
 	$(BIN)/python bench/live_latency.py
 	$(BIN)/python bench/seed_scale.py

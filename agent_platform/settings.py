@@ -272,6 +272,11 @@ BROWSER_VIEWPORT_WIDTH = envint("BROWSER_VIEWPORT_WIDTH", 1280, minimum=200)
 BROWSER_VIEWPORT_HEIGHT = envint("BROWSER_VIEWPORT_HEIGHT", 800, minimum=200)
 # Each worker records its Chromium processes here; a starting worker kills those of dead workers. Local to a machine.
 BROWSER_PID_DIR = Path(envstr("BROWSER_PID_DIR", str(VAR_DIR / "browsers")))
+# The live view's screenshot after each action turn: a JPEG of this quality (1-100), or a PNG with 0. Only people
+# look at it; the judge's final view and the model's own screenshots stay PNG.
+LIVE_VIEW_JPEG_QUALITY = envint("LIVE_VIEW_JPEG_QUALITY", 70, minimum=0)
+if LIVE_VIEW_JPEG_QUALITY > 100:
+    raise ImproperlyConfigured(f"LIVE_VIEW_JPEG_QUALITY={LIVE_VIEW_JPEG_QUALITY} is above the maximum of 100")
 
 # Runs.
 RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)
@@ -298,6 +303,7 @@ LOGGING = {
     "loggers": {
         # httpx logs every request line with its URL; nothing secret is in it, but it drowns the worker's log.
         "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
         "django.channels.server": {"level": "WARNING"},
     },
 }

@@ -5,8 +5,8 @@ import hmac
 import json
 import logging
 import re
-from decimal import Decimal, InvalidOperation
 from datetime import timedelta
+from decimal import Decimal, InvalidOperation
 from urllib.parse import urlsplit
 
 from django.conf import settings

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.dispatch import Signal
 from django.db.models import Exists, OuterRef
+from django.dispatch import Signal
 from django.utils import timezone
 
 from .events import emit

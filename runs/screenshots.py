@@ -7,7 +7,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.urls import reverse
 
-NAME_PATTERN = re.compile(r"^[0-9a-f]{32}\.png$")
+NAME_PATTERN = re.compile(r"^[0-9a-f]{32}\.(png|jpg)$")
+CONTENT_TYPES = {"png": "image/png", "jpg": "image/jpeg"}
 
 
 def storage_path(run_public_id: str, name: str) -> str | None:
@@ -16,10 +17,14 @@ def storage_path(run_public_id: str, name: str) -> str | None:
     return f"screenshots/{run_public_id}/{name}"
 
 
-def save_screenshot(run_public_id: str, png: bytes) -> str:
-    """Store a PNG and return the URL the UI and the API use for it."""
-    name = f"{uuid.uuid4().hex}.png"
-    default_storage.save(storage_path(run_public_id, name), ContentFile(png))
+def content_type(name: str) -> str:
+    return CONTENT_TYPES[name.rsplit(".", 1)[-1]]
+
+
+def save_screenshot(run_public_id: str, image: bytes, extension: str = "png") -> str:
+    """Store an image (a PNG, or a JPEG with extension "jpg") and return the URL the UI and the API use for it."""
+    name = f"{uuid.uuid4().hex}.{extension}"
+    default_storage.save(storage_path(run_public_id, name), ContentFile(image))
     return reverse("runs:screenshot", args=[run_public_id, name])
 
 

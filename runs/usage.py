@@ -1,4 +1,9 @@
-"""Recording a Messages API call: its ModelRequest row, the run's totals, and the agent.usage event."""
+"""Recording a Messages API call: its ModelRequest row, the run's totals, and the agent.usage event; and a whole
+agent turn's record (that request, the turn's events and the run's signals) in one transaction."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F
@@ -7,7 +12,7 @@ from django.utils import timezone
 from agent_platform.billing import charge
 from agent_platform.models import ModelRequest
 
-from .events import emit
+from .events import emit, emit_many
 from .models import Run
 
 
@@ -16,9 +21,43 @@ def _tokens(usage, name: str) -> int:
     return int(value or 0)
 
 
-def record_model_request(run: Run, *, source: str, model: str, usage) -> ModelRequest:
-    """Store one model request of `run` (usage as the SDK returned it), add it to the run's totals and emit it."""
-    now = timezone.now()
+@dataclass(frozen=True)
+class Answered:
+    """A model request that was answered, not yet recorded: what `record_turn` needs to bill it."""
+
+    source: str
+    model: str
+    usage: Any
+    at: datetime
+
+
+def record_turn(
+    run: Run,
+    *,
+    answered: Answered | None = None,
+    events: list[tuple[str, dict, datetime]] = (),  # type: ignore[assignment]
+    signals: dict | None = None,
+) -> None:
+    """One agent turn's record in one transaction: the model request that produced it (its row, the run's totals
+    and its agent.usage event, first), the turn's events with their seqs taken at once, and the run's signals."""
+    with transaction.atomic():
+        items: list[tuple[str, dict, datetime]] = []
+        changes: dict[str, Any] = {}
+        if answered is not None:
+            request, totals, event = _bill(run, answered)
+            request.save()
+            changes.update(totals)
+            items.append(("agent.usage", event, answered.at))
+        if signals is not None:
+            changes["signals"] = signals
+        if changes:
+            Run.objects.filter(pk=run.pk).update(**changes)
+        emit_many(run, [*items, *events])
+
+
+def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict, dict]:
+    """The unsaved ModelRequest row of an answered request, the run-total increments and the agent.usage data."""
+    usage, source, model, now = answered.usage, answered.source, answered.model, answered.at
     speed = (usage.get("speed") if isinstance(usage, dict) else getattr(usage, "speed", None)) or "standard"
     tokens = {
         "input_tokens": _tokens(usage, "input_tokens"),
@@ -30,37 +69,42 @@ def record_model_request(run: Run, *, source: str, model: str, usage) -> ModelRe
     one_hour = _tokens(cache_creation, "ephemeral_1h_input_tokens") if cache_creation else 0
     billed = charge(model, speed, now, one_hour_cache_write=one_hour, **tokens)
     price, cost = billed.price, billed.cost_usd
+    request = ModelRequest(
+        workspace_id=run.workspace_id,
+        run=run,
+        source=source,
+        model=model,
+        speed=speed,
+        cost_usd=cost,
+        price=price,
+        unpriced=price is None,
+        created_at=now,
+        **tokens,
+    )
+    totals = {
+        "usage_requests": F("usage_requests") + 1,
+        "usage_input": F("usage_input") + tokens["input_tokens"],
+        "usage_output": F("usage_output") + tokens["output_tokens"],
+        "usage_cache_read": F("usage_cache_read") + tokens["cache_read_input_tokens"],
+        "usage_cache_write": F("usage_cache_write") + tokens["cache_creation_input_tokens"],
+        "cost_usd": F("cost_usd") + cost,
+    }
+    event = {
+        "source": source,
+        "model": model,
+        "speed": speed,
+        **tokens,
+        "cost_usd": str(cost),
+        "unpriced": price is None,
+    }
+    return request, totals, event
+
+
+def record_model_request(run: Run, *, source: str, model: str, usage) -> ModelRequest:
+    """Store one model request of `run` (usage as the SDK returned it), add it to the run's totals and emit it."""
+    request, totals, event = _bill(run, Answered(source, model, usage, timezone.now()))
     with transaction.atomic():
-        request = ModelRequest.objects.create(
-            workspace_id=run.workspace_id,
-            run=run,
-            source=source,
-            model=model,
-            speed=speed,
-            cost_usd=cost,
-            price=price,
-            unpriced=price is None,
-            created_at=now,
-            **tokens,
-        )
-        Run.objects.filter(pk=run.pk).update(
-            usage_requests=F("usage_requests") + 1,
-            usage_input=F("usage_input") + tokens["input_tokens"],
-            usage_output=F("usage_output") + tokens["output_tokens"],
-            usage_cache_read=F("usage_cache_read") + tokens["cache_read_input_tokens"],
-            usage_cache_write=F("usage_cache_write") + tokens["cache_creation_input_tokens"],
-            cost_usd=F("cost_usd") + cost,
-        )
-        emit(
-            run,
-            "agent.usage",
-            {
-                "source": source,
-                "model": model,
-                "speed": speed,
-                **tokens,
-                "cost_usd": str(cost),
-                "unpriced": price is None,
-            },
-        )
+        request.save()
+        Run.objects.filter(pk=run.pk).update(**totals)
+        emit(run, "agent.usage", event)
     return request

@@ -27,7 +27,7 @@ from .agent.tracing import has_trace
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, LaunchError, launch_run, same_schema
 from .models import Event, Run, Session
-from .screenshots import storage_path
+from .screenshots import content_type, storage_path
 
 PAGE_SIZE = 50
 # The launch form answers a refused launch with the status the API would give it.
@@ -539,7 +539,7 @@ def screenshot(request, run_id: str, name: str):
     path = storage_path(run.public_id, name)
     if path is None or not default_storage.exists(path):
         raise Http404("No such screenshot.")
-    response = FileResponse(default_storage.open(path, "rb"), content_type="image/png")
+    response = FileResponse(default_storage.open(path, "rb"), content_type=content_type(name))
     response["Cache-Control"] = "private, max-age=86400"
     return response
 

@@ -60,6 +60,21 @@ def test_charlie_is_refused_acme_screenshot(charlie_client, acme):
     assert response.status_code == 404
 
 
+def test_a_live_view_jpeg_is_served_to_its_workspace_as_a_jpeg(alice_client, charlie_client, acme, settings, tmp_path):
+    from runs.screenshots import save_screenshot
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    run = make_run(acme)
+    url = save_screenshot(run.public_id, b"\xff\xd8\xff\xe0 a JPEG's first bytes", extension="jpg")
+
+    response = alice_client.get(url)
+
+    assert url.endswith(".jpg") and response.status_code == 200
+    assert response["Content-Type"] == "image/jpeg"
+    assert b"".join(response.streaming_content).startswith(b"\xff\xd8\xff")
+    assert charlie_client.get(url).status_code == 404
+
+
 def test_charlie_runs_list_does_not_show_acme_runs(charlie_client, acme):
     run = make_run(acme)
     response = charlie_client.get("/")

@@ -46,7 +46,7 @@ def test_done_with_success_ends_the_run_succeeded_with_the_agents_output(acme, s
     assert "Mixer — 89.50" in result["content"]
     assert result["url"] == f"{site}/runtime_shop.html"
     assert result["is_error"] is False
-    assert result["screenshot_url"].endswith(".png")  # the viewport image taken for the live view
+    assert result["screenshot_url"].endswith(".jpg")  # the viewport image taken for the live view: a JPEG
     view = events(run, "agent.final_view")[0].payload
     assert view["url"] == f"{site}/runtime_shop.html"
     assert view["title"] == "Runtime shop"

@@ -10,8 +10,8 @@ import zlib
 import pytest
 
 from runs.models import Run
-from runs.secrets import mask
 from runs.secret_box import unseal
+from runs.secrets import mask
 from tests import fault_support
 from tests import messages_stub as stub_fixtures
 from tests.conftest import ApiClient

@@ -55,6 +55,7 @@ from anthropic.types.beta import (
 from playwright.async_api import (
     Browser,
     BrowserContext,
+    CDPSession,
     Dialog,
     Frame,
     Locator,
@@ -91,7 +92,10 @@ FIND_MAX_MATCHES = 20
 ACTION_TIMEOUT_MS = 10_000
 NAVIGATION_TIMEOUT_MS = 30_000
 LOAD_GRACE_MS = 5_000
-NAVIGATION_START_WINDOW_SECONDS = 0.15  # how long after an action a navigation or popup it caused may start
+# An action's frame wait is bounded: a page whose frames never come (a hidden tab is throttled) must not hang the turn.
+FRAME_WAIT_LIMIT_SECONDS = 1.0
+# Waiting for a popup the page asked for (window.open, target=_blank) until its tab exists.
+POPUP_ARRIVAL_LIMIT_SECONDS = 5.0
 SCROLL_PIXELS_PER_NOTCH = 100
 MAX_WAIT_SECONDS = 30.0
 TRUNCATED = "\n[… truncated]"
@@ -119,6 +123,10 @@ INTERACTIVE_ROLES = frozenset(
     }
 )
 REF_IN_LINE = re.compile(r"\[ref=([a-z0-9]+)\]")
+REF_MARK = re.compile(r" ?\[ref=[a-z0-9]+\]")
+# read_page's default depth; a snapshot taken for the fingerprint uses it too, so the two hash alike.
+READ_PAGE_DEFAULT_DEPTH = 15
+
 ROLE_OF_LINE = re.compile(r"^\s*- ([a-z]+)")
 
 # xdotool-style names the model uses, mapped to Playwright's key names.
@@ -255,6 +263,12 @@ class BrowserHost:
         if self._browser is browser:
             self._browser = None
 
+    async def start(self) -> None:
+        """Launch Chromium now rather than on the first run's context (a warm worker does this at start)."""
+        if self._closed:
+            raise RuntimeError("this BrowserHost is closed")
+        await self._ensure_browser()
+
     async def new_context(
         self,
         storage_state: dict[str, Any] | None = None,
@@ -362,6 +376,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self.secrets = dict(secrets or {})
         self.last_screenshot_url: str | None = None
         self._tabs: dict[str, Page] = {}
+        self._watches: dict[Page, NavigationWatch] = {}
+        self._snapshot: tuple[Page, str, str] | None = None  # (tab, url, aria snapshot) of the turn's last read
         self._next_tab = 1
         self._active: str | None = None
         self._changes: list[Any] = []
@@ -391,19 +407,39 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         page = await self._page(None)
         return await self._goto(page, url)
 
+    @property
+    def last_snapshot(self) -> str | None:
+        """The accessibility snapshot the last read_page or find took of the active tab, while no other member has
+        touched a tab since (every member goes through `_page`, which forgets it); None otherwise."""
+        if self._snapshot is None:
+            return None
+        page, url, snapshot = self._snapshot
+        active = self._tabs.get(self._active) if self._active else None
+        return snapshot if page is active and page.url == url and not page.is_closed() else None
+
+    def _remember(self, page: Page, snapshot: str) -> None:
+        self._snapshot = (page, page.url, snapshot)
+
     async def page_fingerprint(self) -> str:
-        """A short hash of the active tab's URL and accessibility tree, to detect a page that stopped changing."""
-        page = await self._page(None)
-        try:
-            # mode="ai" like read_page: a default-mode snapshot would drop the refs the agent just read
-            snapshot = await page.aria_snapshot(mode="ai", timeout=ACTION_TIMEOUT_MS)
-        except PlaywrightError:
-            snapshot = ""
-        return hashlib.sha256(f"{page.url}\n{snapshot}".encode()).hexdigest()[:16]
+        """A short hash of the active tab's URL and accessibility tree, to detect a page that stopped changing.
+
+        It reuses the turn's last read_page/find snapshot when there is one (a second snapshot would cost as much
+        as the read), and leaves the `[ref=…]` marks out: Playwright numbers them anew on every document, so a
+        reload of an unchanged page would otherwise look changed.
+        """
+        snapshot = self.last_snapshot
+        page = await self._page(None, member=False)
+        if snapshot is None:
+            try:
+                # mode="ai" and read_page's default depth, so it hashes like the snapshot a read_page leaves
+                snapshot = await page.aria_snapshot(mode="ai", depth=READ_PAGE_DEFAULT_DEPTH, timeout=ACTION_TIMEOUT_MS)
+            except PlaywrightError:
+                snapshot = ""
+        return fingerprint_of(page.url, snapshot)
 
     async def final_view(self) -> dict[str, Any]:
         """What the judge reads: url, title, text (bounded) and a viewport PNG of the active tab."""
-        page = await self._page(None)
+        page = await self._page(None, member=False)
         text = await self._page_text(page, FINAL_VIEW_TEXT_MAX_CHARS)
         return {
             "url": page.url,
@@ -411,6 +447,14 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             "text": text,
             "screenshot_png": await page.screenshot(type="png", timeout=ACTION_TIMEOUT_MS),
         }
+
+    async def viewport_image(self, jpeg_quality: int = 0) -> tuple[bytes, str]:
+        """A viewport image of the active tab for people watching (the live view) and its file extension: a JPEG
+        at `jpeg_quality` (smaller, and quicker to encode than a PNG), or a PNG when it is 0."""
+        page = await self._page(None, member=False)
+        if jpeg_quality:
+            return await page.screenshot(type="jpeg", quality=jpeg_quality, timeout=ACTION_TIMEOUT_MS), "jpg"
+        return await page.screenshot(type="png", timeout=ACTION_TIMEOUT_MS), "png"
 
     async def storage_state(self) -> dict[str, Any]:
         """Cookies and localStorage of the context, for a follow-up run to continue from."""
@@ -436,6 +480,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
         page.on("dialog", self._on_dialog)
         page.on("close", lambda closed: self._forget(closed))
+        # from the tab's first moment, so a navigation it starts is known to whatever reads it next
+        self._watches[page] = NavigationWatch(page)
         # a tab the page opened (target=_blank, window.open) comes to the front, as in a desktop browser
         self._active = tab_id
         if opened:
@@ -443,24 +489,37 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         return tab_id
 
     def _forget(self, page: Page) -> None:
+        self._watches.pop(page, None)
         for tab_id, known in list(self._tabs.items()):
             if known is page:
                 del self._tabs[tab_id]
                 if self._active == tab_id:
                     self._active = next(reversed(self._tabs), None)
 
-    async def _page(self, tab_id: str | None) -> Page:
+    async def _page(self, tab_id: str | None, *, member: bool = True) -> Page:
+        """The tab a member acts on (the active one by default), once a navigation in flight in it has arrived."""
+        if member:
+            self._snapshot = None  # the member may change the page; read_page and find remember theirs afterwards
         await self._contain()
         if tab_id:
             page = self._tabs.get(tab_id)
             if page is None or page.is_closed():
                 raise TabMissingError()
-            return page
-        if self._active is not None and not self._tabs[self._active].is_closed():
-            return self._tabs[self._active]
-        page = await self.context.new_page()
-        self._register(page, opened=False)
+        elif self._active is not None and not self._tabs[self._active].is_closed():
+            page = self._tabs[self._active]
+        else:
+            page = await self.context.new_page()
+            self._register(page, opened=False)
+        watch = self._watches.get(page)
+        if watch is not None and watch.in_flight:
+            await watch.arrival()
         return page
+
+    def _watch(self, page: Page) -> NavigationWatch:
+        watch = self._watches.get(page)
+        if watch is None:
+            watch = self._watches[page] = NavigationWatch(page)
+        return watch
 
     async def _on_dialog(self, dialog: Dialog) -> None:
         self._changes.append(BetaDialogDismissed(kind=dialog.type, message=dialog.message))
@@ -596,11 +655,13 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     async def read_page(self, context: BetaToolsetCallContext, input: BetaBrowserReadPageInput) -> str:
         page = await self._page(input.tab_id)
-        depth = input.depth if input.depth is not None else 15
+        depth = input.depth if input.depth is not None else READ_PAGE_DEFAULT_DEPTH
         if input.ref:
             snapshot = await self._locator(page, input.ref).aria_snapshot(mode="ai", depth=depth)
         else:
             snapshot = await page.aria_snapshot(mode="ai", depth=depth)
+            if depth == READ_PAGE_DEFAULT_DEPTH:
+                self._remember(page, snapshot)
         if input.filter == "interactive":
             snapshot = "\n".join(line for line in snapshot.splitlines() if line_role(line) in INTERACTIVE_ROLES)
         return bounded(snapshot, READ_PAGE_MAX_CHARS)
@@ -608,6 +669,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     async def find(self, context: BetaToolsetCallContext, input: BetaBrowserFindInput) -> str:
         page = await self._page(input.tab_id)
         snapshot = await page.aria_snapshot(mode="ai")
+        self._remember(page, snapshot)
         matches = rank_snapshot_lines(snapshot, input.query)[:FIND_MAX_MATCHES]
         if not matches:
             return f"No element matches {input.query!r}. Try read_page for the whole tree."
@@ -641,6 +703,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         return png
 
     async def wait(self, context: BetaToolsetCallContext, input: BetaBrowserWaitInput) -> str | None:
+        self._snapshot = None  # the page may change by itself meanwhile
         await asyncio.sleep(max(0.0, min(float(input.duration), MAX_WAIT_SECONDS)))
         return None
 
@@ -661,7 +724,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             )
         else:
             action = click_at(page, target.x, target.y, button=button, click_count=click_count, modifiers=modifiers)
-        await settled(page, action)
+        await settled(self._watch(page), action)
         return None
 
     async def left_click(self, context: BetaToolsetCallContext, input: BetaBrowserLeftClickInput) -> str | None:
@@ -701,7 +764,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         presses = [playwright_key_chord(chord) for chord in input.text.split()]
         if not presses:
             raise ToolError("No key was given.")
-        await settled(page, press_keys(page, presses, max(1, input.repeat or 1)))
+        await settled(self._watch(page), press_keys(page, presses, max(1, input.repeat or 1)))
         return None
 
     async def form_input(self, context: BetaToolsetCallContext, input: BetaBrowserFormInputInput) -> str | None:
@@ -763,57 +826,156 @@ SCROLL_AT_POINT = """({x, y, dx, dy}) => {
 }"""
 
 
-async def settled(page: Page, action: Awaitable[Any]) -> None:
-    """Run an action, then wait for a navigation or popup it started to reach DOMContentLoaded.
+# One animation frame, then the tasks queued before it (a form submission, a setTimeout(0) in a click handler).
+ONE_FRAME = "new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)))"
 
-    A click's navigation starts a few milliseconds after the click returns, when the current document still counts as
-    loaded, so `wait_for_load_state` alone would return at once and the next read would see the old page.
+
+class NavigationWatch:
+    """What one tab's main frame is doing, from the browser's own events: how many navigations were requested or
+    started so far, and whether one is in flight (started, not yet committed, failed or finished).
+
+    The renderer reports a navigation it is about to make (`Page.frameRequestedNavigation`) on a CDP session of our
+    own, in order with that session's other messages; a frame waited for on the same session therefore answers
+    after the report of any navigation the action's handlers asked for before that frame. Playwright's `request`
+    and `framenavigated` events mark navigations the browser starts by itself (history, redirects) and their end.
     """
-    loop = asyncio.get_running_loop()
-    started: asyncio.Future[None] = loop.create_future()
-    finished = asyncio.Event()
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.starts = 0
+        self.popups_requested = 0
+        self.in_flight = False
+        self._request: Request | None = None
+        self._changed = asyncio.Event()
+        self._session: CDPSession | None = None
+        self._attached = False
+        self._main_frame_id: str | None = None
+        page.on("request", self._on_request)
+        page.on("requestfailed", self._on_request_ended)
+        page.on("requestfinished", self._on_request_ended)
+        page.on("framenavigated", self._on_navigated)
+
+    async def attach(self) -> None:
+        """Open the watch's CDP session (once); without one, frames are waited for through Playwright's own."""
+        if self._attached or self.page.is_closed():
+            return
+        self._attached = True
+        try:
+            session = await self.page.context.new_cdp_session(self.page)
+            session.on("Page.frameRequestedNavigation", self._on_requested)
+            session.on("Page.windowOpen", self._on_window_open)
+            tree = await session.send("Page.getFrameTree")
+            await session.send("Page.enable")
+        except PlaywrightError:
+            log.info("no CDP session for a tab; navigations are seen from network events only", exc_info=True)
+            return
+        self._main_frame_id = tree["frameTree"]["frame"]["id"]
+        self._session = session
+
+    def _pulse(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _started(self) -> None:
+        self.starts += 1
+        self.in_flight = True
+        self._pulse()
+
+    def _on_requested(self, params: dict[str, Any]) -> None:
+        if params.get("frameId") != self._main_frame_id:
+            return
+        if params.get("disposition", "currentTab") == "currentTab":
+            self._started()
+
+    def _on_window_open(self, params: dict[str, Any]) -> None:
+        # target=_blank, window.open: the new tab is announced here before Playwright reports its page
+        self.popups_requested += 1
+        self._pulse()
+
+    def _on_request(self, request: Request) -> None:
+        if request.is_navigation_request() and request.frame == self.page.main_frame:
+            self._request = request
+            self._started()
+
+    def _on_request_ended(self, request: Request) -> None:
+        # a navigation answered without a document (204, a download) or refused never commits
+        if request is self._request:
+            self._request = None
+            self.in_flight = False
+            self._pulse()
+
+    def _on_navigated(self, frame: Frame) -> None:
+        if frame == self.page.main_frame:
+            self._request = None
+            self.in_flight = False
+            self._pulse()
+
+    async def _until(self, condition: Callable[[], bool], timeout: float) -> bool:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not condition():
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), remaining)
+        return True
+
+    async def next_frame(self, since: int) -> None:
+        """Until one animation frame (and the tasks queued before it) has passed in the page, or a navigation
+        started after `since`; bounded, so a tab whose frames are throttled cannot hang the action."""
+        await self.attach()
+        if self._session is not None:
+            frame = self._session.send("Runtime.evaluate", {"expression": ONE_FRAME, "awaitPromise": True})
+        else:
+            frame = self.page.evaluate(f"() => {ONE_FRAME}")
+        frame_task = asyncio.ensure_future(frame)
+        start_task = asyncio.ensure_future(self._until(lambda: self.starts > since, FRAME_WAIT_LIMIT_SECONDS))
+        try:
+            await asyncio.wait(
+                {frame_task, start_task}, timeout=FRAME_WAIT_LIMIT_SECONDS, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            for task in (frame_task, start_task):
+                task.cancel()
+            # the frame fails when the document it ran in is replaced: that is a navigation, seen by the events
+            await asyncio.gather(frame_task, start_task, return_exceptions=True)
+
+    async def arrival(self) -> None:
+        """A navigation in flight, waited for to commit (or fail), then to DOMContentLoaded."""
+        await self._until(lambda: not self.in_flight, LOAD_GRACE_MS / 1000)
+        with contextlib.suppress(PlaywrightError):
+            await self.page.wait_for_load_state("domcontentloaded", timeout=LOAD_GRACE_MS)
+
+
+async def settled(watch: NavigationWatch, action: Awaitable[Any]) -> None:
+    """Run an action; if it caused a navigation or a popup, wait for it to reach DOMContentLoaded.
+
+    "It caused none" is decided from events, not from a time window: no navigation requested or started and no popup
+    asked for by the time the action's own promise and one animation frame (with the tasks queued before it) have
+    passed. A navigation a page starts later by itself (a timer of its own, after a fetch) is not this action's;
+    the next read waits for it if it is in flight by then (`PlaywrightBrowserToolset._page`).
+    """
+    page = watch.page
     popups: list[Page] = []
-
-    def on_request(request: Request) -> None:
-        if request.is_navigation_request() and request.frame == page.main_frame and not started.done():
-            started.set_result(None)
-
-    def on_failed(request: Request) -> None:
-        if request.is_navigation_request() and request.frame == page.main_frame:
-            finished.set()
-
-    def on_navigated(frame: Frame) -> None:
-        if frame == page.main_frame:
-            finished.set()
 
     def on_popup(popup: Page) -> None:
         popups.append(popup)
-        if not started.done():
-            started.set_result(None)
 
-    page.on("request", on_request)
-    page.on("requestfailed", on_failed)
-    page.on("framenavigated", on_navigated)
     page.context.on("page", on_popup)
+    await watch.attach()  # before the action, so the renderer's reports of what it asks for reach us
+    since, popups_since = watch.starts, watch.popups_requested
     try:
         await action
-        try:
-            await asyncio.wait_for(asyncio.shield(started), NAVIGATION_START_WINDOW_SECONDS)
-        except TimeoutError:
-            pass
-        else:
-            if not popups:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(finished.wait(), LOAD_GRACE_MS / 1000)
-            with contextlib.suppress(PlaywrightError):
-                await page.wait_for_load_state("domcontentloaded", timeout=LOAD_GRACE_MS)
+        if watch.starts == since:
+            await watch.next_frame(since)
+        if watch.popups_requested > popups_since and not popups:
+            await watch._until(lambda: bool(popups), POPUP_ARRIVAL_LIMIT_SECONDS)
+        if watch.starts > since or watch.in_flight:
+            await watch.arrival()
         for popup in popups:
             with contextlib.suppress(PlaywrightError):
                 await popup.wait_for_load_state("domcontentloaded", timeout=LOAD_GRACE_MS)
     finally:
-        page.remove_listener("request", on_request)
-        page.remove_listener("requestfailed", on_failed)
-        page.remove_listener("framenavigated", on_navigated)
         page.context.remove_listener("page", on_popup)
 
 
@@ -837,6 +999,11 @@ async def press_keys(page: Page, chords: list[str], repeat: int) -> None:
     for _ in range(repeat):
         for chord in chords:
             await page.keyboard.press(chord)
+
+
+def fingerprint_of(url: str, snapshot: str) -> str:
+    """A short hash of a page's URL and accessibility snapshot, its `[ref=…]` numbering left out."""
+    return hashlib.sha256(f"{url}\n{REF_MARK.sub('', snapshot)}".encode()).hexdigest()[:16]
 
 
 def first_line(exc: BaseException) -> str:

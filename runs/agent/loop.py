@@ -11,15 +11,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from runs import lifecycle
-from runs.events import emit
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
+from runs.usage import Answered, record_turn
 
 from . import context, evaluation, extraction, notices, prompts, spending
+from .lane import Lane, LaneFailed
 from .model import ModelUnavailable, create_message, model_profile, thinking_param
 from .schema import data_problems
 
@@ -210,6 +212,14 @@ class AgentLoop:
         self.last_request: spending.LastRequest | None = None
         self.sent_tokens = 0
         self.cache_kept = False
+        # What the model does not wait for goes to the run's lane: the turn's record (the request that produced it,
+        # its events, the signals) in one transaction, and the live-view screenshot. See hand_off and before_acting.
+        self.lane = Lane(run.public_id)
+        self.answered: Answered | None = None
+        self.turn_events: list[tuple[str, dict, Any]] = []
+        self.live_view_for: dict | None = None  # the tool_result event data the turn's live-view image belongs to
+        self.signals_changed = False
+        self.acting = False  # the current reply's first browser action has run: the lane was flushed for it
         self.signals: dict[str, Any] = {
             "turns": 0,
             "max_turns": run.max_turns,
@@ -247,6 +257,7 @@ class AgentLoop:
             finally:
                 heartbeat.stop()
                 self.sync_signals()
+                self.close_lane()  # every event is committed before the run's ending (and the judge reads them)
                 lifecycle.finish(
                     self.run,
                     ending.status,
@@ -362,7 +373,7 @@ class AgentLoop:
         """Each refusal of the network policy since the last report (the route's or the egress proxy's), for the
         operator as a `network.blocked` event."""
         for blocked in self.guard.take_unreported():
-            emit(self.run, "network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy})
+            self.record("network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy})
 
     def browse(self, use) -> tuple[dict, str | None]:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
@@ -382,29 +393,19 @@ class AgentLoop:
         # A page may echo a secret the agent typed: the model sees the placeholder again.
         return mask(block, self.run.secrets), self.toolset.last_screenshot_url
 
-    def observe(self, screenshot: bool) -> tuple[str | None, str | None]:
-        """After an action turn: the page's fingerprint (stagnation notices) and a viewport image for the live view."""
-        toolset = self.toolset
-
-        async def look():
-            fingerprint = await toolset.page_fingerprint()
-            png = None
-            if screenshot:
-                # The driver has no public accessor for the active tab; its final_view would also extract the text.
-                page = await toolset._page(None)
-                png = await page.screenshot(type="png")
-            return fingerprint, png
-
+    def observe(self) -> str | None:
+        """After an action turn: the page's fingerprint, for stagnation notices. It hashes the turn's last read_page
+        or find snapshot when there is one (the toolset's last_snapshot), so a turn that read costs no second one."""
         try:
-            fingerprint, png = self.host.run(look(), timeout=self.browser_timeout())
+            fingerprint = self.host.run(self.toolset.page_fingerprint(), timeout=self.browser_timeout())
         except TimeoutError:
             raise BrowserCrashed(f"The browser did not answer within {self.browser_timeout()} s.") from None
         except Exception as error:
             if not self.host.is_connected:
                 raise BrowserCrashed("The browser crashed or disconnected.") from error
             log.info("run %s: could not observe the page: %s", self.run.public_id, first_line(error))
-            return None, None
-        return fingerprint, save_screenshot(self.run.public_id, png) if png else None
+            return None
+        return fingerprint
 
     def capture_final_view(self) -> dict | None:
         """The page as the agent last saw it (url, title, bounded text, viewport screenshot URL), for the judge."""
@@ -433,11 +434,11 @@ class AgentLoop:
                 # A hung page would hang each browser call again for its whole timeout: keep what the agent last
                 # saw, if anything, and only close the context.
                 if self.final_view is not None:
-                    emit(self.run, "agent.final_view", self.final_view)
+                    self.record("agent.final_view", self.final_view)
                 return
             view = self.capture_final_view()
             if view is not None:
-                emit(self.run, "agent.final_view", view)
+                self.record("agent.final_view", view)
             if self.host.is_connected:
                 state = self.host.run(self.toolset.storage_state(), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
                 Session.objects.filter(pk=self.run.session_id).update(browser_state=state)
@@ -518,7 +519,7 @@ class AgentLoop:
         self.sent_tokens = prepared.size.tokens + overhead.tokens
         self.cache_kept = not prepared.dropped
         if prepared.dropped:
-            emit(self.run, "context.cleared", prepared.dropped.as_event(self.replies + 1, self.sent_tokens))
+            self.record("context.cleared", prepared.dropped.as_event(self.replies + 1, self.sent_tokens))
         management = context.context_management(self.profile)
         if management is not None:
             params["context_management"] = management
@@ -527,13 +528,15 @@ class AgentLoop:
     def converse(self) -> Ending:
         while True:
             self.safe_point()
-            lifecycle.heartbeat(self.run)
+            self.hand_off()  # the last turn is recorded while the model answers
             params = self.request()
             ending = self.within_budget()
             if ending is not None:
                 return ending
-            message = create_message(self.run, source="agent", **params)
+            message = create_message(self.run, source="agent", record=False, **params)
+            self.answered = Answered("agent", message.model or params["model"], message.usage, timezone.now())
             self.replies += 1
+            self.acting = False
             self.after_request(message)
             ending = self.on_reply(message)
             if ending is not None:
@@ -548,6 +551,11 @@ class AgentLoop:
         cost = spending.estimate(
             self.run.model, estimated_tokens=self.sent_tokens, last=self.last_request, cache_kept=self.cache_kept
         )
+        if not room.allows(3 * cost):
+            # Near a cap the turn still on the lane must be counted: its request (at most about one more `cost`) is
+            # billed when the lane writes it. Far from any cap the write stays off the critical path.
+            self.lane.flush()
+            room = spending.headroom(self.run)
         if not room.allows(cost):
             return Ending.failed(
                 Run.ErrorCode.COST_LIMIT,
@@ -574,8 +582,7 @@ class AgentLoop:
                 item for item in (getattr(usage, "iterations", None) or []) if getattr(item, "type", "") == "compaction"
             ]
             before = sum(int(getattr(item, "input_tokens", 0) or 0) for item in iterations)
-            emit(
-                self.run,
+            self.record(
                 "context.compacted",
                 {
                     "turn": self.replies,
@@ -585,6 +592,66 @@ class AgentLoop:
                     "tokens_saved": max(before - self.last_request.prompt_tokens, 0),
                 },
             )
+
+    # --- the record, off the critical path ------------------------------------------------------------------
+    #
+    # A turn's record (the model request that produced the reply, the turn's events, the signals) is written in one
+    # transaction by the run's lane while the model answers the next request, with the live-view image taken
+    # first; pushes follow the commit. The model's requests are built from self.messages alone, never from the
+    # record. What a worker lost mid-turn can lose: before a reply's first browser action the lane is flushed, so
+    # nothing reaches the web before every earlier turn is committed; what is lost is at most the turn in progress
+    # (its request's usage, its events), which is the turn the model's next request would have been built from -
+    # a request that then is never sent, or whose reply is never acted on. Before the run ends, before an outcome
+    # is graded and before the judge (queued by lifecycle.finish) reads, the lane is flushed.
+
+    def record(self, type: str, data: dict) -> None:
+        self.turn_events.append((type, data, timezone.now()))
+
+    def hand_off(self) -> None:
+        """Hand the turn's record (and its live-view image) to the lane."""
+        answered, events, signals = self.answered, self.turn_events, None
+        if self.signals_changed:
+            signals = dict(self.signals)
+        live_view_for, self.live_view_for = self.live_view_for, None
+        self.answered, self.turn_events, self.signals_changed = None, [], False
+        if answered is None and not events and signals is None:
+            return
+        run, screenshot = self.run, (self.live_view_image if live_view_for is not None else None)
+
+        def write() -> None:
+            if screenshot is not None:
+                live_view_for["screenshot_url"] = screenshot()
+            record_turn(run, answered=answered, events=events, signals=signals)
+            lifecycle.heartbeat(run)
+
+        self.lane.submit(write)
+
+    def before_acting(self) -> None:
+        """Before a reply's first browser action: every earlier turn is committed, and its live-view image taken
+        (of the page as that turn left it)."""
+        if not self.acting:
+            self.acting = True
+            self.lane.flush()
+
+    def close_lane(self) -> None:
+        try:
+            self.hand_off()
+            self.lane.flush()
+        except LaneFailed:
+            log.warning("run %s: part of its record could not be written", self.run.public_id, exc_info=True)
+        finally:
+            self.lane.close()
+
+    def live_view_image(self) -> str | None:
+        """On the lane: the viewport as the turn left it, for people watching; its URL, or None."""
+        try:
+            image, extension = self.host.run(
+                self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY), timeout=self.browser_timeout()
+            )
+        except Exception as error:  # the live view goes without this frame; the loop meets a dead browser itself
+            log.info("run %s: no live-view image: %s", self.run.public_id, first_line(error))
+            return None
+        return save_screenshot(self.run.public_id, image, extension)
 
     def on_reply(self, message) -> Ending | None:
         """One reply, by its stop_reason; the assistant turn is kept exactly as received (thinking blocks and their
@@ -625,9 +692,9 @@ class AgentLoop:
         which arrives in thinking blocks."""
         for block in content:
             if block.type == "text" and block.text.strip():
-                emit(self.run, "agent.message", {"text": block.text, "turn": self.replies, "source": "text"})
+                self.record("agent.message", {"text": block.text, "turn": self.replies, "source": "text"})
             elif block.type == "thinking" and (block.thinking or "").strip():
-                emit(self.run, "agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
+                self.record("agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
 
     def refused(self, message, content: list) -> Ending:
         text = " ".join(block.text.strip() for block in content if block.type == "text" and block.text.strip())
@@ -718,29 +785,27 @@ class AgentLoop:
         return None
 
     def emit_tool_use(self, use) -> None:
-        emit(
-            self.run,
+        self.record(
             "agent.tool_use",
             {"id": use.id, "name": use.name, "toolset": use.toolset_name, "input": use.input, "turn": self.replies},
         )
 
-    def emit_tool_result(self, use, block: dict, lines: list[str], screenshot_url: str | None) -> None:
-        event = emit(
-            self.run,
-            "agent.tool_result",
-            {
-                "tool_use_id": use.id,
-                "name": use.name,
-                "content": bounded(content_text(block["content"])),
-                "notices": lines,
-                "is_error": bool(block.get("is_error")),
-                "screenshot_url": screenshot_url,
-                "url": active_url(block["content"]),
-                "turn": self.replies,
-            },
-        )
-        # How a placeholder names this result once it leaves what is sent: the timeline keeps it under this seq.
-        self.result_labels[use.id] = f"of event #{event.seq}, turn {self.replies}"
+    def emit_tool_result(self, use, block: dict, lines: list[str], screenshot_url: str | None) -> dict:
+        data = {
+            "tool_use_id": use.id,
+            "name": use.name,
+            "content": bounded(content_text(block["content"])),
+            "notices": lines,
+            "is_error": bool(block.get("is_error")),
+            "screenshot_url": screenshot_url,
+            "url": active_url(block["content"]),
+            "turn": self.replies,
+        }
+        self.record("agent.tool_result", data)
+        # How a placeholder names this result once it leaves what is sent; the timeline's agent.tool_result event
+        # carries the same tool_use_id (its seq is only taken when the lane writes the turn).
+        self.result_labels[use.id] = f"of {use.name} call {use.id}, turn {self.replies}"
+        return data
 
     def count_error(self, is_error: bool) -> None:
         self.consecutive_errors = self.consecutive_errors + 1 if is_error else 0
@@ -771,6 +836,7 @@ class AgentLoop:
                     block = result_block(use, "Not executed: an earlier action in this turn failed.", is_error=True)
                 else:
                     self.safe_point()
+                    self.before_acting()
                     block, screenshot_url = self.browse(use)
                     actions.append((use.name, use.input))
                     halted = bool(block.get("is_error"))
@@ -790,14 +856,13 @@ class AgentLoop:
         if actions:
             self.turns += 1
         lines: list[str] = []
+        live_view = False
         if accepted is None:
             fingerprint = None
             if actions:
                 shown = any(url for _, _, url in results) or any(has_image(b["content"]) for _, b, _ in results)
-                fingerprint, viewport_url = self.observe(screenshot=not shown)
-                if viewport_url:
-                    last_use, last_block, _ = results[-1]
-                    results[-1] = (last_use, last_block, viewport_url)
+                fingerprint = self.observe()
+                live_view = not shown  # taken on the lane, before the next action (see before_acting)
             lines = self.tracker.for_turn(
                 actions=actions,
                 turns_used=self.turns - self.budget_start,
@@ -808,7 +873,9 @@ class AgentLoop:
             if lines:
                 add_notices(results[-1][1], lines)
         for index, (use, block, screenshot_url) in enumerate(results):
-            self.emit_tool_result(use, block, lines if index == len(results) - 1 else [], screenshot_url)
+            data = self.emit_tool_result(use, block, lines if index == len(results) - 1 else [], screenshot_url)
+        if live_view:
+            self.live_view_for = data
         blocks = [block for _, block, _ in results]
 
         if self.consecutive_errors >= notices.FAILURE_LIMIT:
@@ -911,6 +978,8 @@ class AgentLoop:
         if not evaluator.has_outcome(self.run):
             return Ending.verdict(done)
         view = self.capture_final_view()
+        self.hand_off()
+        self.lane.flush()  # the grader reads the run's record, and its span events come after the turn's
         evaluation = evaluator.evaluate(self.run, self.iteration, view, done=done)
         result = evaluation.result
         if result == "needs_revision":
@@ -960,9 +1029,9 @@ class AgentLoop:
         )
 
     def save_signals(self) -> None:
-        """Written every turn, so the live page shows them."""
+        """Written with every turn's record, so the live page shows them."""
         self.sync_signals()
-        Run.objects.filter(pk=self.run.pk).update(signals=self.signals)
+        self.signals_changed = True
 
 
 def add_notices(block: dict, lines: list[str]) -> None:

@@ -76,15 +76,17 @@ def thinking_param(profile, mode: str) -> dict | None:
     return None if profile is None else profiles.thinking_config(profile, mode)
 
 
-def create_message(run: Run, *, source: str, **params):
-    """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer."""
+def create_message(run: Run, *, source: str, record: bool = True, **params):
+    """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer, here, or
+    by the caller when `record` is false (the agent loop records it with the turn: runs.usage.record_turn)."""
     try:
         message = client().beta.messages.create(**params)
     except anthropic.APIError as error:
         log.warning("model request for %s failed: %s", run.public_id, describe(error))
         raise ModelUnavailable(describe(error)) from error
     model = message.model or params.get("model", run.model)
-    record_model_request(run, source=source, model=model, usage=message.usage)
+    if record:  # the agent loop records its own requests with the turn, off the critical path
+        record_model_request(run, source=source, model=model, usage=message.usage)
     # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
     # usage.iterations and left out of the top-level usage: each is a request of source compaction.
     for iteration in getattr(message.usage, "iterations", None) or []:

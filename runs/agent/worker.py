@@ -1,12 +1,14 @@
-"""The worker process's one BrowserHost: started on the first run it executes, closed when the worker shuts down."""
+"""The worker process's one BrowserHost and its warm start: made ready before the first run, closed at shutdown."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING
 
-from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 
 if TYPE_CHECKING:
@@ -42,6 +44,78 @@ def close_browser_host(**_signal_kwargs) -> None:
     except Exception:
         log.warning("the browser host did not close cleanly", exc_info=True)
 
+
+WARM_UP_BROWSER_TIMEOUT_SECONDS = 60
+# A reply of the shape a run's first request gets, parsed once so the SDK builds its response models at start.
+WARM_UP_REPLY = {
+    "id": "msg_warm_up",
+    "type": "message",
+    "role": "assistant",
+    "model": "warm-up",
+    "content": [
+        {"type": "text", "text": "Warming up."},
+        {"type": "tool_use", "id": "toolu_warm_up", "name": "navigate", "input": {"url": "about:blank"}},
+    ],
+    "stop_reason": "tool_use",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 1, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+}
+
+
+def warm_up(**_signal_kwargs) -> None:
+    """Pay at process start what a worker's first run would otherwise pay in its first step (about a second).
+
+    The URLconf and the API import on the first `reverse()` (a screenshot URL); the SDK builds its request and
+    response models on its first call (made here through an in-memory transport: nothing leaves the process); the
+    shared client loads its CA bundle once; Chromium launches. Nothing here is needed for correctness: a failure is
+    logged and the first run pays for what was left.
+    """
+    started = time.monotonic()
+    try:
+        import anthropic
+        import httpx2 as httpx
+        from django.urls import reverse
+
+        from runs.agent import loop  # noqa: F401  (the runtime, the SDK's browser toolset, Playwright)
+        from runs.agent.model import client
+        from runs.agent.prompts import done_tool
+
+        reverse("runs:screenshot", args=["run_warm_up", f"{'0' * 32}.png"])
+
+        def answer(request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200, content=json.dumps(WARM_UP_REPLY).encode())
+
+        with httpx.Client(transport=httpx.MockTransport(answer)) as transport_client:
+            offline = anthropic.Anthropic(
+                api_key="warm-up", base_url="http://warm-up.invalid", http_client=transport_client
+            )
+            message = offline.beta.messages.create(
+                model="warm-up",
+                max_tokens=16,
+                system=[{"type": "text", "text": "Warm up.", "cache_control": {"type": "ephemeral"}}],
+                tools=[done_tool(None)],
+                messages=[{"role": "user", "content": [{"type": "text", "text": "Warm up."}]}],
+            )
+            [block.to_dict() for block in message.content]
+        client()
+        host = browser_host()
+        host.run(host.start(), timeout=WARM_UP_BROWSER_TIMEOUT_SECONDS)
+    except Exception:
+        log.warning("warming the worker up failed; its first run pays for what was left", exc_info=True)
+        return
+    log.info("worker warmed up in %.2f s", time.monotonic() - started)
+
+
+def warm_up_when_ready(sender=None, **_signal_kwargs) -> None:
+    """A threads-pool worker (ours) runs tasks in its main process, which is ready here and has not yet fetched a
+    task; a prefork parent runs none (its children warm up in worker_process_init, after the fork)."""
+    if "prefork" in type(getattr(sender, "pool", None)).__module__:
+        return
+    warm_up()
+
+
+worker_ready.connect(warm_up_when_ready, weak=False)
+worker_process_init.connect(warm_up, weak=False)
 
 # --pool threads runs tasks in the main process (worker_shutdown); a prefork child has its own host to close.
 worker_shutdown.connect(close_browser_host, weak=False)

@@ -1,0 +1,129 @@
+"""Memory a run's BrowserContext adds to the worker's Chromium, and what Chromium flags and per-run options change it.
+
+For each variant: one Chromium launched with the driver's arguments plus the variant's; one context on the shop
+fixture as the baseline; then N more contexts, each as a run leaves its context mid-walk (the product listing, a
+news article and a search page it opened in tabs of its own, all but the last closed unless the variant keeps
+them). The PSS (shared pages split among their sharers) of Chromium's processes is summed after each; "per added
+context" is the growth over the baseline divided by N. Variants run in turn, each in a fresh Chromium.
+
+    .venv/bin/python bench/context_memory.py [--contexts 6] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import descendants, header, pss_kib, setup_django, table
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "driver's flags (as committed)": {},
+    "+ --disable-dev-shm-usage": {"args": ["--disable-dev-shm-usage"]},
+    "+ --renderer-process-limit=1": {"args": ["--renderer-process-limit=1"]},
+    "+ site-per-process off": {"args": ["--disable-site-isolation-trials", "--disable-features=site-per-process"]},
+    "+ V8 lite mode (--js-flags=--lite-mode)": {"args": ["--js-flags=--lite-mode"]},
+    "block images, media and fonts per run": {"block": True},
+    "tabs the run left stay open": {"keep_tabs": True},
+}
+PAGES = ("product_listing.html", "news_article.html", "search_results.html")
+BLOCKED_TYPES = {"image", "media", "font"}
+
+
+def chromium_pss_kib() -> int:
+    """PSS of this process's descendants that are Chromium (the driver's node process left out)."""
+    total = 0
+    for pid in descendants(os.getpid()):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"chrom" in command.split(b"\0")[0] or b"--type=" in command:
+            total += pss_kib(pid)
+    return total
+
+
+async def open_context(browser: Any, site: str, *, block: bool, keep_tabs: bool) -> Any:
+    context = await browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
+    if block:
+
+        async def refuse(route: Any) -> None:
+            if route.request.resource_type in BLOCKED_TYPES:
+                await route.abort()
+            else:
+                await route.continue_()
+
+        await context.route("**/*", refuse)
+    pages = []
+    for name in PAGES:
+        page = await context.new_page()
+        await page.goto(f"{site}/{name}", wait_until="load")
+        await page.aria_snapshot(mode="ai")
+        await page.screenshot(type="png")
+        pages.append(page)
+    if not keep_tabs:
+        for page in pages[:-1]:
+            await page.close()
+    return context
+
+
+async def measure(executable: str, base_args: list[str], site: str, variant: dict[str, Any], contexts: int) -> float:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=executable, headless=True, args=[*base_args, *variant.get("args", [])]
+        )
+        try:
+            options = {"block": variant.get("block", False), "keep_tabs": variant.get("keep_tabs", False)}
+            opened = [await open_context(browser, site, **options)]
+            await asyncio.sleep(1.0)  # let the processes settle before sampling
+            base = chromium_pss_kib()
+            for _ in range(contexts):
+                opened.append(await open_context(browser, site, **options))
+            await asyncio.sleep(1.0)
+            added = chromium_pss_kib() - base
+        finally:
+            await browser.close()
+    return added / contexts / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--contexts", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+
+    from make_fixtures import write_fixtures
+    from token_economy import serve
+
+    setup_django()
+    from django.conf import settings
+
+    from runs.agent.browser import CHROMIUM_ARGS
+
+    print(header("Context memory"))
+    fixtures = Path(tempfile.mkdtemp(prefix="pilothouse-fixtures-"))
+    write_fixtures(fixtures)
+    rows = []
+    started = time.perf_counter()
+    with serve(fixtures) as site:
+        results: dict[str, list[float]] = {name: [] for name in VARIANTS}
+        for _ in range(args.repeats):  # variants interleaved, so drift in the machine's load spreads over all
+            for name, variant in VARIANTS.items():
+                results[name].append(
+                    asyncio.run(measure(settings.BROWSER_EXECUTABLE, list(CHROMIUM_ARGS), site, variant, args.contexts))
+                )
+    base = min(results[next(iter(VARIANTS))])
+    for name, values in results.items():
+        rows.append([name, min(values), max(values), f"{min(values) - base:+.1f}"])
+    print(f"{args.contexts} contexts added to one, {args.repeats} repeats, {time.perf_counter() - started:.0f} s\n")
+    print(table(["variant", "PSS MiB per added context (min)", "max", "vs. as committed (min)"], rows))
+
+
+if __name__ == "__main__":
+    main()
