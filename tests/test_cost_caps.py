@@ -81,3 +81,40 @@ def test_the_run_page_shows_spend_against_the_cap_and_what_context_management_dr
     assert 'id="cost-cap"' in page and "width: 80%" in page
     assert "Context cleared at turn 14 · 7 screenshots, 7 page texts left what is sent · 70545 tokens saved" in page
     assert '"max_cost_usd": "0.0500"' in page
+
+
+def test_headroom_is_the_nearer_of_the_run_cap_and_the_workspace_monthly_cap(acme):
+    from agent_platform.models import ModelRequest
+    from runs.agent.spending import headroom
+    from tests.factories import make_run
+
+    run = make_run(acme, max_cost_usd=Decimal("0.05"), cost_usd=Decimal("0.02"))
+    room = headroom(run)
+    assert (room.left, room.cap) == (Decimal("0.03"), "run")
+    assert room.describe() == "this run's cost cap of $0.05 ($0.0200 spent)"
+    acme.monthly_cost_cap_usd = Decimal("1")
+    acme.save()
+    ModelRequest.objects.create(workspace=acme, run=run, source="agent", model="m", cost_usd=Decimal("0.99"))
+    room = headroom(run)
+    assert (room.left, room.cap) == (Decimal("0.01"), "monthly")
+    assert headroom(make_run(acme, max_cost_usd=None)).cap == "monthly"
+    acme.monthly_cost_cap_usd = None
+    acme.save()
+    assert headroom(make_run(acme, max_cost_usd=None)).left is None
+
+
+def test_the_next_request_is_estimated_from_the_last_one_at_the_price_in_force():
+    from datetime import UTC, datetime
+
+    from runs.agent.spending import LastRequest, estimate
+
+    at = datetime(2026, 11, 30, tzinfo=UTC)
+    last = LastRequest(prompt_tokens=100_000, output_tokens=500, estimated_tokens=90_000)
+    # 10,000 tokens added since: the previous prompt read from the cache, the new part written, the same output.
+    kept = estimate("claude-sonnet-5-5", estimated_tokens=100_000, last=last, cache_kept=True, at=at)
+    assert kept == (100_000 * Decimal("0.10") + 10_000 * Decimal("2.50") + 500 * 10) / 1_000_000
+    # After the guard cut the context, the whole prompt is written to the cache again.
+    cut = estimate("claude-sonnet-5-5", estimated_tokens=100_000, last=last, cache_kept=False, at=at)
+    assert cut == (110_000 * Decimal("2.50") + 500 * 10) / 1_000_000
+    first = estimate("claude-haiku-5-5", estimated_tokens=150_000, last=None, cache_kept=False, at=at)
+    assert first == (150_000 * Decimal("0.625") + 1_000 * Decimal("2.50")) / 1_000_000, "the long-prompt tier"

@@ -143,7 +143,7 @@ def assert_totals_equal_the_rows(run: Run) -> None:
     assert run.cost_usd == sums["cost"]
 
 
-WINDOWS = {"claude-test-200k": None, "claude-sonnet-5-5": 60}  # model -> the turn the API compacts at, if any
+WINDOWS = {"claude-test-200k": None, "claude-sonnet-5-5": 61}  # model -> the turn the API compacts at, if any
 
 
 def test_a_150_turn_run_over_40k_pages_with_a_screenshot_every_turn_ends_with_a_verdict_on_200k_and_1m_windows(

@@ -30,9 +30,10 @@ class Headroom:
         return self.left is None or cost <= self.left
 
     def describe(self) -> str:
+        limit = format(self.limit.normalize(), "f") if self.limit is not None else "?"
         if self.cap == "monthly":
-            return f"the workspace's monthly cost cap of ${self.limit} (${self.spent:.4f} spent this month)"
-        return f"this run's cost cap of ${self.limit} (${self.spent:.4f} spent)"
+            return f"the workspace's monthly cost cap of ${limit} (${self.spent:.4f} spent this month)"
+        return f"this run's cost cap of ${limit} (${self.spent:.4f} spent)"
 
 
 def headroom(run: Run, now: datetime | None = None) -> Headroom:
