@@ -8,6 +8,7 @@ test database and the Messages stub.
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -29,8 +30,14 @@ messages_stub = stub_fixtures.messages_stub
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
 
-PORT = int(os.environ.get("SUPERVISOR_TEST_PORT", "8104"))
-DEMO_PORT = int(os.environ.get("SUPERVISOR_TEST_DEMO_PORT", "8114"))
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+PORT, DEMO_PORT = free_port(), free_port()
 
 
 def descendants(root: int) -> list[int]:

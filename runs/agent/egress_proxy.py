@@ -92,6 +92,8 @@ class EgressProxy:
                 await self._serve(reader, writer)
         except (ConnectionError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             pass
+        except asyncio.CancelledError:
+            pass  # closed with its context: end quietly (asyncio logs a cancelled connection task as an error)
         except Exception:
             log.warning("the egress proxy failed on a connection", exc_info=True)
         finally:

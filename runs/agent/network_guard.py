@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ipaddress
 import re
 import socket
@@ -27,6 +28,9 @@ WEB_SCHEMES = frozenset({"http", "https", "ws", "wss"})
 DNS_TIMEOUT_SECONDS = 5.0
 DNS_CACHE_SECONDS = 60.0
 SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+# Lookups block a thread each, and a name that does not resolve can hold one for seconds: they get threads of their
+# own, so Chromium's calls home to unresolvable names cannot starve the event loop's default executor.
+DNS_THREADS = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="egress-dns")
 OPAQUE_SCHEMES = frozenset({"about", "blob", "chrome", "data", "file", "javascript", "mailto", "tel", "view-source"})
 
 
@@ -207,6 +211,7 @@ class NetworkGuard:
         self._unreported: deque[BlockedRequest] = deque(maxlen=200)
         self._listeners: list[Callable[[BlockedRequest], None]] = []
         self.refusal_count = 0
+        self._reported: set[tuple[str, str]] = set()
         self._redirect_checks: set[asyncio.Future[None]] = set()
 
     @property
@@ -217,8 +222,11 @@ class NetworkGuard:
     def record(self, blocked: BlockedRequest) -> None:
         """Keep a refusal (for explanations and the run's `network.blocked` events) and tell the listeners."""
         self.blocked.append(blocked)
-        self._unreported.append(blocked)
         self.refusal_count += 1
+        # a page retrying one refused connection is one thing for the operator to read, not one event per try
+        if (blocked.url, blocked.reason) not in self._reported:
+            self._reported.add((blocked.url, blocked.reason))
+            self._unreported.append(blocked)
         for listener in list(self._listeners):
             listener(blocked)
 
@@ -272,7 +280,8 @@ class NetworkGuard:
         except ValueError:
             literal = False
             try:
-                answer = await asyncio.wait_for(asyncio.to_thread(self._resolver, host), DNS_TIMEOUT_SECONDS)
+                lookup = asyncio.get_running_loop().run_in_executor(DNS_THREADS, self._resolver, host)
+                answer = await asyncio.wait_for(lookup, DNS_TIMEOUT_SECONDS)
                 addresses = tuple(ipaddress.ip_address(text.split("%", 1)[0]) for text in answer)
             except (OSError, TimeoutError, UnicodeError, ValueError):
                 return Destination(refusal=f"{host} could not be resolved")
