@@ -6,7 +6,7 @@ news article and a search page it opened in tabs of its own, all but the last cl
 them). The PSS (shared pages split among their sharers) of Chromium's processes is summed after each; "per added
 context" is the growth over the baseline divided by N. Variants run in turn, each in a fresh Chromium.
 
-    .venv/bin/python bench/context_memory.py [--contexts 6] [--repeats 2]
+    .venv/bin/python bench/context_memory.py [--contexts 4] [--repeats 1]
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ async def measure(executable: str, base_args: list[str], site: str, variant: dic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--contexts", type=int, default=6)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--contexts", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
 
     from make_fixtures import write_fixtures
@@ -115,9 +115,10 @@ def main() -> None:
         results: dict[str, list[float]] = {name: [] for name in VARIANTS}
         for _ in range(args.repeats):  # variants interleaved, so drift in the machine's load spreads over all
             for name, variant in VARIANTS.items():
-                results[name].append(
-                    asyncio.run(measure(settings.BROWSER_EXECUTABLE, list(CHROMIUM_ARGS), site, variant, args.contexts))
-                )
+                executable = settings.BROWSER_EXECUTABLE
+                added = asyncio.run(measure(executable, list(CHROMIUM_ARGS), site, variant, args.contexts))
+                results[name].append(added)
+                print(f"  {name}: {added:.1f} MiB per added context", flush=True)
     base = min(results[next(iter(VARIANTS))])
     for name, values in results.items():
         rows.append([name, min(values), max(values), f"{min(values) - base:+.1f}"])

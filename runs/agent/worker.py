@@ -67,7 +67,7 @@ def warm_up(**_signal_kwargs) -> None:
 
     The URLconf and the API import on the first `reverse()` (a screenshot URL); the SDK builds its request and
     response models on its first call (made here through an in-memory transport: nothing leaves the process); the
-    shared client loads its CA bundle once; Chromium launches. Nothing here is needed for correctness: a failure is
+    shared client loads its CA bundle once; the live-push loop starts; Chromium launches. Nothing here is needed for correctness: a failure is
     logged and the first run pays for what was left.
     """
     started = time.monotonic()
@@ -79,6 +79,7 @@ def warm_up(**_signal_kwargs) -> None:
         from runs.agent import loop  # noqa: F401  (the runtime, the SDK's browser toolset, Playwright)
         from runs.agent.model import client
         from runs.agent.prompts import done_tool
+        from runs.events import pusher
 
         reverse("runs:screenshot", args=["run_warm_up", f"{'0' * 32}.png"])
 
@@ -98,6 +99,7 @@ def warm_up(**_signal_kwargs) -> None:
             )
             [block.to_dict() for block in message.content]
         client()
+        pusher.send([])  # starts the process's push loop (and its thread) now, not on a run's first event
         host = browser_host()
         host.run(host.start(), timeout=WARM_UP_BROWSER_TIMEOUT_SECONDS)
     except Exception:
