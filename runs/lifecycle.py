@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -39,9 +39,12 @@ def wait_behind_earlier_run(run_id: int) -> bool:
     run = Run.objects.filter(pk=run_id, status=Run.Status.QUEUED).first()
     if run is None:
         return False
+    # A queued run older than two run time limits has no task coming for it (it was lost before a worker took it):
+    # waiting for it would be waiting forever.
+    orphaned_before = timezone.now() - timedelta(seconds=2 * settings.RUN_TIME_LIMIT_SECONDS)
     earlier = (
         Run.objects.filter(session_id=run.session_id, pk__lt=run.pk)
-        .filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
+        .filter(Q(status=Run.Status.RUNNING) | Q(status=Run.Status.QUEUED, created_at__gte=orphaned_before))
         .order_by("-pk")
         .first()
     )

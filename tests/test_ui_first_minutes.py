@@ -304,3 +304,15 @@ def test_prices_in_the_runs_data_table_read_as_prices(alice_client, acme):
     table = page.split('id="data-table"')[1].split("</table>")[0]
     assert '<td class="num">49.00</td>' in table and '<td class="num">14.50</td>' in table
     assert '<td class="num">9.99</td>' in table and ">49.0<" not in table
+
+
+def test_a_follow_up_does_not_wait_for_a_queued_run_that_was_lost_long_ago(acme, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    lost = make_run(acme)
+    Run.objects.filter(pk=lost.pk).update(
+        created_at=timezone.now() - timedelta(seconds=2 * settings.RUN_TIME_LIMIT_SECONDS + 60)
+    )
+    assert wait_behind_earlier_run(make_run(acme, session=lost.session).pk) is False
