@@ -51,7 +51,7 @@ def long_run_worker(request, django_db_setup, django_db_blocker, clean_broker, m
 
 
 @pytest.fixture
-def prices():
+def prices(transactional_db):
     """Today's prices, as migration 0006 seeds them: an earlier transactional test's flush empties the table, and
     without prices every request costs $0 and no cap is ever reached."""
     from django.apps import apps
