@@ -2,6 +2,7 @@
 with a verdict on a 200K and a 1M window (the strict stub refuses any request over a limit), extraction and compaction
 are billed as their own requests, and a cost cap brings the verdict turn instead of the request that would cross it."""
 
+import importlib
 from decimal import Decimal
 from typing import Any
 
@@ -47,6 +48,15 @@ def long_run_worker(request, django_db_setup, django_db_blocker, clean_broker, m
     worker = WorkerProcess(env, tmp_path_factory.mktemp("long-run-worker") / "worker.log", queues=QUEUE).start()
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def prices(transactional_db):
+    """Today's prices, as migration 0006 seeds them: an earlier transactional test's flush empties the table, and
+    without prices every request costs $0 and no cap is ever reached."""
+    from django.apps import apps
+
+    importlib.import_module("agent_platform.migrations.0006_i13_prices_2026_11").seed_prices(apps, None)
 
 
 def launch(workspace, **fields) -> Run:
@@ -213,6 +223,7 @@ def cheap_reader(site: str, *, obey: bool = True):
     return reply
 
 
+@pytest.mark.usefixtures("prices")
 def test_a_five_cent_cap_brings_the_verdict_turn_and_never_sends_the_request_that_would_cross_it(
     acme, site, messages_stub
 ):
@@ -244,6 +255,7 @@ def test_a_five_cent_cap_brings_the_verdict_turn_and_never_sends_the_request_tha
     assert_totals_equal_the_rows(run)
 
 
+@pytest.mark.usefixtures("prices")
 def test_an_agent_that_ignores_the_budget_verdict_turn_ends_failed_with_cost_limit(acme, site, messages_stub):
     messages_stub.set_fallback(cheap_reader(site, obey=False))
     run = finished(
@@ -264,6 +276,7 @@ def test_an_agent_that_ignores_the_budget_verdict_turn_ends_failed_with_cost_lim
     assert events(run, "agent.tool_result"), "everything written so far is kept"
 
 
+@pytest.mark.usefixtures("prices")
 def test_the_workspace_monthly_cap_stops_a_run_before_its_first_request(acme, site, messages_stub):
     acme.monthly_cost_cap_usd = Decimal("0.03")
     acme.save()
