@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
-from django.db.models import IntegerField, OuterRef, Q, Subquery
+from django.db.models import Exists, IntegerField, OuterRef, Q, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.http import FileResponse, Http404, HttpRequest, JsonResponse
@@ -24,7 +24,7 @@ from agent_platform.models import ModelRequest, workspaces_of
 from .agent import profiles
 from .agent.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
-from .launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, LaunchError, launch_run, same_schema
+from .launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, LaunchError, launch_run, same_schema
 from .models import Event, Run, Session
 from .screenshots import content_type, storage_path
 
@@ -69,8 +69,12 @@ def with_judge_verdict(runs):
 
     latest = Judgment.objects.filter(run=OuterRef("pk")).order_by("-judged_at", "-id")
     last_action = Event.objects.filter(run=OuterRef("pk"), type="agent.tool_use").order_by("-seq")
+    deprecation = Event.objects.filter(run=OuterRef("pk"), type=MODEL_DEPRECATED_EVENT).order_by("seq")
     return runs.annotate(
         judge_verdict=Subquery(latest.values("verdict")[:1]),
+        # The model was deprecated when the run was launched: the row shows a badge, titled with the retirement date.
+        model_retires_at=Subquery(deprecation.values("payload__retires_at")[:1]),
+        model_deprecated=Exists(deprecation),
         # KT + Cast: the turn as an integer on every backend (SQLite hands a bare JSON number back otherwise).
         last_turn=Subquery(last_action.annotate(turn=Cast(KT("payload__turn"), IntegerField())).values("turn")[:1]),
     )
@@ -283,6 +287,7 @@ def run_detail(request, run_id: str):
     context.update(
         {
             "timeline": timeline(events),
+            "model_deprecation": next((e.payload for e in events if e.type == MODEL_DEPRECATED_EVENT), None),
             "last_seq": events[-1].seq if events else 0,
             "screenshots": screenshots,
             "latest_screenshot": screenshots[-1] if screenshots else None,

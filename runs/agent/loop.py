@@ -558,7 +558,7 @@ class AgentLoop:
         self.messages.append({"role": "assistant", "content": blocks})
         self.show_messages(content)
         uses = [block for block in content if block.type == "tool_use"]
-        if stop_reason == "pause_turn":
+        if stop_reason == "pause_turn" and not uses:
             self.pauses += 1
             if self.pauses > MAX_PAUSES:
                 return Ending.failed(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 THINKING_TYPES = ("adaptive", "between_tools", "disabled", "enabled")
@@ -42,7 +42,6 @@ class CatalogueModel:
     default_effort: str | None = None
     # Efforts `between_tools` is accepted with (Sonnet 5.5: low, medium, high only).
     between_tools_efforts: tuple[str, ...] = ("low", "medium", "high")
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def model_info(self) -> dict[str, Any]:
         """The JSON body of `GET /v1/models/{id}`, exactly the shape the SDK's `ModelInfo` parses."""

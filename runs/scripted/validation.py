@@ -45,13 +45,11 @@ RULES = (
     "thinking_kept",
     "cache_control_limit",
     "image_limit",
-    "image_input",
     "context_window",
     "forced_tool_choice",
     "thinking_type",
     "thinking_effort",
     "effort_level",
-    "structured_outputs",
     "sampling_params",
 )
 
@@ -407,8 +405,6 @@ def check_limits(request: dict[str, Any], model: CatalogueModel, count_tokens: C
     images = _walk_images(request.get("messages"))
     if len(images) > MAX_IMAGES:
         raise broken("image_limit", f"too many images: {len(images)} > {MAX_IMAGES} per request")
-    if images and not model.image_input:
-        raise broken("image_input", f"{model.id} does not accept image content blocks")
     tokens = count_tokens(request)
     if tokens > model.max_input_tokens:
         raise broken("context_window", f"prompt is too long: {tokens} tokens > {model.max_input_tokens} maximum")
@@ -439,10 +435,6 @@ def check_options(request: dict[str, Any], model: CatalogueModel) -> None:
     if effort is not None and effort not in model.effort_levels:
         levels = ", ".join(model.effort_levels) or "none"
         raise broken("effort_level", f"output_config.effort: {effort!r} is not supported on {model.id} ({levels})")
-    wants_format = bool(output_config.get("format") or request.get("output_format"))
-    strict_tools = any(isinstance(tool, dict) and tool.get("strict") for tool in request.get("tools") or [])
-    if (wants_format or strict_tools) and not model.structured_outputs:
-        raise broken("structured_outputs", f"{model.id} does not support structured outputs or strict tools")
     if model.sampling_refused:
         for name, default in SAMPLING_DEFAULTS.items():
             value = request.get(name)

@@ -352,6 +352,8 @@ class WireServer:
         self.thinking = ThinkingLedger(thinking_secret or secrets.token_bytes(32))
         self.received: list[WireRequest] = []
         self.refusals: list[Refusal] = []
+        # The paths of the Models API requests served, for tests that check what is cached.
+        self.model_lookups: list[str] = []
         self._received_lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -571,6 +573,8 @@ class _WireHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
         parts = urlsplit(self.path)
         path = parts.path.rstrip("/")
+        with self.wire._received_lock:
+            self.wire.model_lookups.append(path)
         if path == "/v1/models":
             query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
             try:
