@@ -414,7 +414,8 @@ class AgentLoop:
         try:
             if getattr(self, "live", None) is not None:
                 self.live.stop()
-            if self.host.is_connected:
+            # a hung page could hang the trace's stop too: a run the browser failed keeps no trace
+            if self.host.is_connected and not self.browser_failed:
                 tracing.finish(self.host, self.toolset.context, self.run.public_id, self.run.secrets)
         except Exception:
             log.warning("run %s: the trace was not kept", self.run.public_id, exc_info=True)
