@@ -280,7 +280,6 @@ class AgentLoop:
 
         async def build(storage_state):
             context = await self.host.new_context(storage_state=storage_state)
-            await tracing.start(context, run.public_id)  # issue 16: the run's replay trace
             toolset = PlaywrightBrowserToolset(
                 context=context,
                 on_screenshot=store,
@@ -319,6 +318,9 @@ class AgentLoop:
                 if not self.host.is_connected:
                     raise BrowserCrashed(f"The browser crashed opening the start URL: {first_line(error)}") from error
                 problem = error_text(error)
+        # issue 16: the run's replay trace, from the agent's first action (a trace's DOM snapshot of a page that hangs
+        # would hang the start URL's load with it)
+        self.host.run(tracing.start(self.toolset.context, run.public_id), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
         self.add_user([text_block(prompts.task_message(run.task, run.start_url, problem))])
 
     def browse(self, use) -> tuple[dict, str | None]:
