@@ -93,8 +93,8 @@ def test_the_live_view_streams_a_real_run_then_stops_and_the_run_keeps_a_trace_a
     assert "trace.trace" in names and "trace.network" in names
     actions = [json.loads(line) for line in archive.read("trace.trace").decode().splitlines() if line.strip()]
     methods = {entry.get("method") or entry.get("apiName") for entry in actions if entry.get("type") == "before"}
-    assert {"goto", "mouseClick", "ariaSnapshot"} <= methods, methods
-    assert any(entry.get("type") == "screencast-frame" for entry in actions)
+    assert {"mouseClick", "ariaSnapshot"} <= methods, methods
+    assert any(entry.get("type") == "frame-snapshot" for entry in actions)
     expect(page.locator("#trace a")).to_have_attribute("href", f"/runs/{run.public_id}/trace.zip")
 
     # Replay steps through every screenshot event in order, by keyboard.

@@ -326,7 +326,6 @@ class AgentLoop:
                 network_guard=guard,
                 viewport=(settings.BROWSER_VIEWPORT_WIDTH, settings.BROWSER_VIEWPORT_HEIGHT),
             )
-            await tracing.start(context, run.public_id)  # issue 16: the run's replay trace
             toolset = PlaywrightBrowserToolset(
                 context=context,
                 on_screenshot=store,
@@ -366,6 +365,9 @@ class AgentLoop:
                 if not self.host.is_connected:
                     raise BrowserCrashed(f"The browser crashed opening the start URL: {first_line(error)}") from error
                 problem = error_text(error)
+        # issue 16: the run's replay trace, from the agent's first action (a trace's DOM snapshot of a page that hangs
+        # would hang the start URL's load with it)
+        self.host.run(tracing.start(self.toolset.context, run.public_id), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
         self.report_blocked()
         self.add_user([text_block(prompts.task_message(run.task, run.start_url, problem))])
 
@@ -459,7 +461,8 @@ class AgentLoop:
         try:
             if getattr(self, "live", None) is not None:
                 self.live.stop()
-            if self.host.is_connected:
+            # a hung page could hang the trace's stop too: a run the browser failed keeps no trace
+            if self.host.is_connected and not self.browser_failed:
                 tracing.finish(self.host, self.toolset.context, self.run.public_id, self.run.secrets)
         except Exception:
             log.warning("run %s: the trace was not kept", self.run.public_id, exc_info=True)

@@ -45,9 +45,10 @@ async def start(context: Any, title: str) -> None:
     """Record the context from its first page on; a context that cannot be traced still runs.
 
     The trace's screenshots are a screencast for the whole run: measured here at roughly 100-180 ms more per browser
-    action on a loaded 2-core machine (DOM snapshots alone: about 10 ms). `RUN_TRACE_SCREENSHOTS = False` keeps
-    snapshots, network and console and drops that filmstrip (the run page's replay uses the run's own screenshots)."""
-    screenshots = bool(getattr(settings, "RUN_TRACE_SCREENSHOTS", True))
+    action on a loaded 2-core machine (DOM snapshots alone: about 10 ms), so it is off unless `RUN_TRACE_SCREENSHOTS`
+    is set: the trace keeps DOM snapshots, network and console, and the run page's replay uses the run's own
+    screenshots."""
+    screenshots = bool(getattr(settings, "RUN_TRACE_SCREENSHOTS", False))
     try:
         await context.tracing.start(title=title, screenshots=screenshots, snapshots=True, sources=False)
     except Exception:
