@@ -13,5 +13,5 @@ urlpatterns = [
     path("batches/<str:batch_id>/cancel/", views.batch_cancel, name="cancel"),
     path("batches/<str:batch_id>/rejudge/", views.batch_rejudge, name="rejudge"),
     path("triage/", views.triage, name="triage"),
-    path("triage/<int:judgment_id>/truth/", views.record_truth, name="truth"),
+    path("triage/<str:judgment_id>/truth/", views.record_truth, name="truth"),
 ]

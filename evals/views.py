@@ -210,9 +210,12 @@ def triage(request):
 
 @login_required
 @require_POST
-def record_truth(request, judgment_id: int):
+def record_truth(request, judgment_id: str):
     workspace = current_workspace(request)
-    judgment = Judgment.objects.filter(pk=judgment_id, run__workspace=workspace).first()
+    # A str route (not int), so every operator route resolves for the access checks; ids are digits.
+    if not judgment_id.isdigit() or len(judgment_id) > 18:
+        raise Http404("No such judgment.")
+    judgment = Judgment.objects.filter(pk=int(judgment_id), run__workspace=workspace).first()
     if judgment is None:
         raise Http404("No such judgment.")
     try:
