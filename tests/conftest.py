@@ -165,6 +165,9 @@ def worker_environment(extra: dict | None = None) -> dict:
             "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
             "REDIS_URL": settings.REDIS_URL,
             "PYTHONUNBUFFERED": "1",
+            # The test pages are served on ephemeral ports of 127.0.0.1, so the workers allow that host on every
+            # port (the default allowance is the demo site's port only); tests of the default pass their own.
+            "BROWSER_ALLOWED_PRIVATE_HOSTS": os.environ.get("BROWSER_ALLOWED_PRIVATE_HOSTS", "127.0.0.1"),
         }
     )
     if db["ENGINE"].endswith("postgresql"):

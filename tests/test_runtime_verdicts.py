@@ -124,12 +124,15 @@ def test_data_over_64_kib_is_a_violation_too(acme, site, messages_stub):
 
 def test_usage_totals_of_the_run_equal_its_model_request_rows(acme, site, messages_stub):
     messages_stub.agent(browser("read_page"), browser("get_page_text"), done(True, "Read it."))
-    run = launch(acme, start_url=f"{site}/runtime_shop.html")
+    # A task long enough that the first request's prefix passes the model's minimum cacheable prompt (512 tokens on
+    # Sonnet 5.5), as a real agent's system prompt, tools and task do.
+    task = "Read the shop page and report what it lists. " + "Note every product name and price exactly. " * 60
+    run = launch(acme, task=task, start_url=f"{site}/runtime_shop.html")
 
     run = finished(run)
 
     rows = ModelRequest.objects.filter(run=run)
-    assert rows.count() == 3 == run.usage_requests
+    assert rows.count() == 3 == run.usage_requests, (run.status, run.error_code, run.error_message)
     assert {row.source for row in rows} == {"agent"}
     assert sum(row.input_tokens for row in rows) == run.usage_input
     assert sum(row.output_tokens for row in rows) == run.usage_output

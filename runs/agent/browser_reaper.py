@@ -106,8 +106,10 @@ def reap_orphans(pid_dir: Path) -> list[int]:
             path.unlink(missing_ok=True)
             continue
         worker = int(entry.get("worker") or 0)
-        if worker and worker != os.getpid() and start_time(worker) == entry.get("start"):
-            continue  # that worker is alive: its browsers are its own
+        if worker and start_time(worker) == entry.get("start"):
+            # That worker is alive (this one included, whose warm-up may already have launched its Chromium): its
+            # browsers are its own. A record under this pid with another start time is a dead predecessor's.
+            continue
         for process in entry.get("processes", []):
             pid = int(process["pid"])
             if start_time(pid) != process.get("start"):
@@ -120,8 +122,7 @@ def reap_orphans(pid_dir: Path) -> list[int]:
                 killed.append(pid)
             except (ProcessLookupError, PermissionError):
                 continue
-        if worker != os.getpid():
-            path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
     if killed:
         log.warning("killed %d browser processes left by workers that are gone: %s", len(killed), killed)
     return killed

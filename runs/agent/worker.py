@@ -116,14 +116,6 @@ def warm_up_when_ready(sender=None, **_signal_kwargs) -> None:
     warm_up()
 
 
-worker_ready.connect(warm_up_when_ready, weak=False)
-worker_process_init.connect(warm_up, weak=False)
-
-# --pool threads runs tasks in the main process (worker_shutdown); a prefork child has its own host to close.
-worker_shutdown.connect(close_browser_host, weak=False)
-worker_process_shutdown.connect(close_browser_host, weak=False)
-
-
 def reap_orphan_browsers(**_signal_kwargs) -> None:
     """On start: kill the Chromium processes that workers killed on this machine left behind (browser_reaper)."""
     from runs.agent.browser_reaper import reap_orphans
@@ -134,4 +126,11 @@ def reap_orphan_browsers(**_signal_kwargs) -> None:
         log.warning("could not clean up the browsers of earlier workers", exc_info=True)
 
 
+# The dead workers' browsers go before this worker launches its own.
 worker_ready.connect(reap_orphan_browsers, weak=False)
+worker_ready.connect(warm_up_when_ready, weak=False)
+worker_process_init.connect(warm_up, weak=False)
+
+# --pool threads runs tasks in the main process (worker_shutdown); a prefork child has its own host to close.
+worker_shutdown.connect(close_browser_host, weak=False)
+worker_process_shutdown.connect(close_browser_host, weak=False)
