@@ -112,7 +112,7 @@ def test_the_next_request_is_estimated_from_the_last_one_at_the_price_in_force()
     last = LastRequest(prompt_tokens=100_000, output_tokens=500, estimated_tokens=90_000)
     # 10,000 tokens added since: the previous prompt read from the cache, the new part written, the same output.
     kept = estimate("claude-sonnet-5-5", estimated_tokens=100_000, last=last, cache_kept=True, at=at)
-    assert kept == (100_000 * Decimal("0.10") + 10_000 * Decimal("2.50") + 500 * 10) / 1_000_000
+    assert kept == (100_000 * Decimal("0.20") + 10_000 * Decimal("2.50") + 500 * 10) / 1_000_000
     # After the guard cut the context, the whole prompt is written to the cache again.
     cut = estimate("claude-sonnet-5-5", estimated_tokens=100_000, last=last, cache_kept=False, at=at)
     assert cut == (110_000 * Decimal("2.50") + 500 * 10) / 1_000_000

@@ -30,7 +30,7 @@ def test_the_current_lineup_is_priced_as_published():
         ("claude-fable-5-1", "standard"): ("10", "50", "12.5", "20", "0.25"),
         ("claude-opus-5-5", "standard"): ("4", "20", "5", "8", "0.2"),
         ("claude-opus-5-5", "fast"): ("8", "40", "10", "16", "0.4"),
-        ("claude-sonnet-5-5", "standard"): ("2", "10", "2.5", "4", "0.1"),
+        ("claude-sonnet-5-5", "standard"): ("2", "10", "2.5", "4", "0.2"),
         ("claude-haiku-5-5", "standard"): ("0.1", "0.5", "0.125", "0.2", "0.01"),
         ("claude-opus-5", "standard"): ("5", "25", "6.25", "10", "0.5"),
         ("claude-sonnet-5", "standard"): ("2", "10", "2.5", "4", "0.2"),
@@ -41,10 +41,10 @@ def test_the_current_lineup_is_priced_as_published():
         assert rates(price) == tuple(Decimal(n) for n in numbers), model
 
 
-def test_sonnet_5_5_cache_reads_cost_half_from_2026_10_07_only():
-    before = price_in_force("claude-sonnet-5-5", "standard", datetime(2026, 10, 6, 23, 59, tzinfo=UTC))
+def test_sonnet_5_5_is_priced_from_its_release_with_the_cache_read_its_page_states():
+    # A cut to $0.10 from 2026-10-07 is reported by trackers but not confirmed by the pricing page: not seeded.
     after = price_in_force("claude-sonnet-5-5", "standard", datetime(2026, 10, 7, tzinfo=UTC))
-    assert (before.cache_read_per_mtok, after.cache_read_per_mtok) == (Decimal("0.2"), Decimal("0.1"))
+    assert after.cache_read_per_mtok == Decimal("0.2")
     assert price_in_force("claude-sonnet-5-5", "standard", datetime(2026, 9, 27, tzinfo=UTC)) is None
 
 

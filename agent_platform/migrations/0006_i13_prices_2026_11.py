@@ -11,7 +11,7 @@ HAIKU_LONG_PROMPT = 100_001
 
 # (model, speed, min_prompt_tokens, valid_from, input, output, 5-minute cache write, 1-hour cache write, cache read),
 # dollars per million tokens, from the models' overview pages and the pricing page (Fable 5.1's cache read is its
-# own 0.025x; Opus 5.5's and, from 2026-10-07, Sonnet 5.5's are 0.05x). Fast mode doubles every rate, as it does for
+# own 0.025x; Opus 5.5's is 0.05x). Fast mode doubles every rate, as it does for
 # Opus 5. Deprecated and legacy models keep their rows: a request made while they were served bills at their price.
 PUBLISHED = [
     ("claude-sonnet-5", "standard", 0, "2026-06-30", "2", "10", "2.50", "4", "0.20"),
@@ -21,8 +21,8 @@ PUBLISHED = [
     ("claude-opus-5-5", "standard", 0, "2026-09-22", "4", "20", "5", "8", "0.20"),
     ("claude-opus-5-5", "fast", 0, "2026-09-22", "8", "40", "10", "16", "0.40"),
     ("claude-sonnet-5-5", "standard", 0, "2026-09-28", "2", "10", "2.50", "4", "0.20"),
-    # The pricing page's cache-read cut for Sonnet 5.5, effective 2026-10-07; every other rate unchanged.
-    ("claude-sonnet-5-5", "standard", 0, "2026-10-07", "2", "10", "2.50", "4", "0.10"),
+    # Price trackers report a cut of Sonnet 5.5's cache read to $0.10 from 2026-10-07; the model's own page still says
+    # $0.20 and the pricing page could not be read to confirm it, so no row for it: add one in the admin once it is.
     ("claude-haiku-5-5", "standard", 0, "2026-10-07", "0.10", "0.50", "0.125", "0.20", "0.01"),
     ("claude-haiku-5-5", "standard", HAIKU_LONG_PROMPT, "2026-10-07", "0.50", "2.50", "0.625", "1", "0.05"),
 ]
