@@ -267,7 +267,7 @@ def test_a_suite_reads_from_jsonl_and_csv():
     ]
 
 
-def test_the_suite_upload_form_launches_a_batch(alice_client):
+def test_the_suite_upload_form_launches_a_batch(alice_client, settings):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     suite = SimpleUploadedFile("suite.jsonl", b'{"task": "One"}\n{"task": "Two"}\n', content_type="application/jsonl")
@@ -280,7 +280,7 @@ def test_the_suite_upload_form_launches_a_batch(alice_client):
     batch = Batch.objects.get()
     assert batch.items.count() == 2 * 2 * 3
     assert list(batch.configs.values_list("model", "effort", "max_turns")) == [
-        ("claude-sonnet-4-6", "", 30),
+        (settings.DEFAULT_MODEL, "", 30),  # a configuration that names no model runs the default
         ("claude-haiku-5-5", "low", 5),
     ]
 
