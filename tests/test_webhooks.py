@@ -74,6 +74,7 @@ def test_a_signed_delivery_answered_500_is_retried_and_a_replay_is_rejectable(
     webhook_worker, settings, acme, api, alice_client
 ):
     settings.WEBHOOK_QUEUE = QUEUE
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the receiver listens on an ephemeral port of this host
     receiver = Receiver([500])
     try:
         created = api.post("/webhooks/endpoints", {"url": receiver.url, "events": ["run.finished"]})
@@ -204,7 +205,8 @@ def test_run_judged_becomes_a_delivery_only_for_endpoints_subscribed_to_it(
 
 
 @pytest.mark.django_db
-def test_the_settings_page_links_to_webhooks_and_an_owner_adds_an_endpoint_there(alice_client):
+def test_the_settings_page_links_to_webhooks_and_an_owner_adds_an_endpoint_there(alice_client, settings):
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1:9"]  # the one private destination allowed, port included
     settings_page = alice_client.get("/settings/").content.decode()
     assert 'href="/settings/webhooks/"' in settings_page and "<title>Settings · Pilothouse</title>" in settings_page
     response = alice_client.post(
