@@ -7,3 +7,7 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/demo/", permanent=False)),
     path("demo/", include("demo_site.urls")),
 ]
+
+# The app's error pages extend its base template, which links into the app: the demo origin has its own.
+handler404 = "demo_site.views.not_found"
+handler500 = "demo_site.views.server_error"

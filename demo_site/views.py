@@ -90,3 +90,12 @@ def contact_thanks(request: HttpRequest) -> HttpResponse:
         return render(request, "demo_site/contact.html", {"form": form}, status=400)
     topic_label = dict(ContactForm.TOPICS)[form.cleaned_data["topic"]]
     return render(request, "demo_site/thanks.html", {"data": form.cleaned_data, "topic_label": topic_label})
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The demo server's 404: plain, since the app's own error page links to the app (not served on this origin)."""
+    return HttpResponse("<!doctype html><title>Not Found</title><h1>Not Found</h1>", status=404)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    return HttpResponse("<!doctype html><title>Server error</title><h1>Server error</h1>", status=500)
