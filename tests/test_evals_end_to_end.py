@@ -55,7 +55,8 @@ class ScriptedOutcomes:
         return judgment_reply(verdict, f"Scripted verdict for T{task}C{config}R{n}.", blocked=blocked)
 
 
-def test_a_batch_of_3_tasks_2_configurations_4_runs_gives_the_expected_statistics(api, site, messages_stub):
+def test_a_batch_of_3_tasks_2_configurations_4_runs_gives_the_expected_statistics(api, site, messages_stub, settings):
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]  # the webhook receiver's ephemeral port, as the workers'
     outcomes = ScriptedOutcomes()
     messages_stub.set_fallback(outcomes.agent)
     messages_stub.set_fallback(outcomes.judge, queue="judge")
