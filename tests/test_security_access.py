@@ -131,7 +131,7 @@ async def test_every_socket_closes_on_an_anonymous_visitor(acme):
 
     run = await database_sync_to_async(make_run)(acme)
     paths = socket_paths(run.public_id)
-    assert len(paths) == 2
+    assert len(paths) == 3  # the runs list, a run's events and its live browser view
     for path in paths:
         socket = WebsocketCommunicator(application, path, headers=SAME_SITE)
         connected, _ = await socket.connect()
