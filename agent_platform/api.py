@@ -15,7 +15,14 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
 
-from .models import ApiKey
+from .models import ApiKey, Workspace
+
+
+class ApiRequest(HttpRequest):
+    """A request whose API key authenticated: every endpoint's `request`, carrying what the key gives access to."""
+
+    workspace: Workspace
+    api_key: ApiKey
 
 
 class ApiError(Exception):
