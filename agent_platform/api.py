@@ -15,6 +15,7 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
 
+from .errors import ServiceError
 from .models import ApiKey, Workspace
 
 
@@ -25,8 +26,9 @@ class ApiRequest(HttpRequest):
     api_key: ApiKey
 
 
-class ApiError(Exception):
-    """An error with a type of the envelope; raised anywhere below an endpoint, answered in one place."""
+class ApiError(ServiceError):
+    """Transitional (issue 18): the old string-typed API error, now a ServiceError; being replaced by the classes of
+    agent_platform.errors."""
 
     status_by_type = {
         "invalid_request": 400,
@@ -39,15 +41,10 @@ class ApiError(Exception):
     }
 
     def __init__(self, type: str, message: str, detail=None, headers: dict | None = None):
-        super().__init__(message)
+        super().__init__(message, detail=detail, headers=headers)
         self.type = type
-        self.message = message
-        self.detail = detail
-        self.headers = headers or {}
-
-    @property
-    def status(self) -> int:
-        return self.status_by_type[self.type]
+        self.code = type  # type: ignore[misc]  # transitional
+        self.status = self.status_by_type[type]  # type: ignore[misc]  # transitional
 
 
 class KeyRateThrottle(AuthRateThrottle):
@@ -156,9 +153,9 @@ def error_response(request: HttpRequest, status: int, type: str, message: str, d
     return response
 
 
-@api.exception_handler(ApiError)
-def on_api_error(request, exc: ApiError):
-    return error_response(request, exc.status, exc.type, exc.message, exc.detail, exc.headers)
+@api.exception_handler(ServiceError)
+def on_service_error(request, exc: ServiceError):
+    return error_response(request, exc.status, exc.code, exc.message, exc.detail, exc.headers)
 
 
 @api.exception_handler(AuthenticationError)
@@ -220,8 +217,8 @@ def on_http_error(request, exc: HttpError):
     # ninja wraps whatever the body parser raised in HttpError(400, "Cannot parse request body"); say why instead.
     if isinstance(exc.__cause__, RequestDataTooBig):
         return on_body_too_big(request)
-    if isinstance(exc.__cause__, ApiError):
-        return on_api_error(request, exc.__cause__)
+    if isinstance(exc.__cause__, ServiceError):
+        return on_service_error(request, exc.__cause__)
     if isinstance(exc.__cause__, ValueError | RecursionError):
         return error_response(request, 400, "invalid_request", f"The request body is not valid JSON: {exc.__cause__}")
     types = {400: "invalid_request", 401: "authentication_error", 403: "permission_error", 404: "not_found"}

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agent_platform.errors import ServiceError
 from agent_platform.models import Workspace
 
 from .agent import profiles
@@ -47,15 +48,15 @@ HOST_NAME = re.compile(r"^(\*\.)?(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
 
 
-class LaunchError(Exception):
-    """Why a launch was refused, in the terms of the API's error envelope."""
+class LaunchError(ServiceError):
+    """Transitional (issue 18): the old string-kinded launch error, now a ServiceError; being replaced by the classes
+    of agent_platform.errors."""
 
     def __init__(self, type: str, message: str, *, field: str | None = None, detail=None):
-        super().__init__(message)
+        super().__init__(message, field=field, detail=detail)
         self.type = type  # invalid_request | conflict | not_found | service_unavailable
-        self.message = message
-        self.field = field
-        self.detail = detail
+        self.code = type  # type: ignore[misc]  # transitional: the class of agent_platform.errors will carry these
+        self.status = {"invalid_request": 400, "not_found": 404, "conflict": 409, "service_unavailable": 503}[type]  # type: ignore[misc]  # transitional
 
 
 def invalid(field: str, message: str, detail=None) -> LaunchError:
