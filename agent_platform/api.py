@@ -2,12 +2,13 @@
 
 import json
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from ninja import NinjaAPI, Schema
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
@@ -15,7 +16,15 @@ from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
 
-from .errors import ServiceError
+from .errors import (
+    ERROR_CLASSES,
+    AuthenticationFailed,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    ServiceError,
+)
 from .models import ApiKey, Workspace
 
 
@@ -40,7 +49,7 @@ class ApiError(ServiceError):
         "service_unavailable": 503,
     }
 
-    def __init__(self, type: str, message: str, detail=None, headers: dict | None = None):
+    def __init__(self, type: str, message: str, detail: Any = None, headers: dict[str, str] | None = None) -> None:
         super().__init__(message, detail=detail, headers=headers)
         self.type = type
         self.code = type  # type: ignore[misc]  # transitional
@@ -50,10 +59,10 @@ class ApiError(ServiceError):
 class KeyRateThrottle(AuthRateThrottle):
     """Requests per minute per API key, counted in the shared cache (Redis) so the limit holds across processes."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(f"{settings.API_RATE_LIMIT_PER_MINUTE}/m")
 
-    def allow_request(self, request) -> bool:
+    def allow_request(self, request: HttpRequest) -> bool:
         # Read per request, so the limit follows the setting (and tests can lower it).
         self.num_requests, self.duration = self.parse_rate(f"{settings.API_RATE_LIMIT_PER_MINUTE}/m")
         return super().allow_request(request)
@@ -68,12 +77,14 @@ class ApiKeyAuth(HttpBearer):
         now = timezone.now()
         if key.last_used_at is None or (now - key.last_used_at).total_seconds() > 60:
             ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-        request.workspace = key.workspace
-        request.api_key = key
+        # ninja hands authentication the plain request; what the key grants, set here, is what makes it an ApiRequest.
+        granted = cast(ApiRequest, request)
+        granted.workspace = key.workspace
+        granted.api_key = key
         return key
 
 
-def unstorable(value) -> str | None:
+def unstorable(value: Any) -> str | None:
     """Why a parsed JSON value cannot be stored as it is (NUL, lone surrogates, NaN/Infinity); None if it can."""
     stack = [value]
     while stack:
@@ -98,13 +109,13 @@ def unstorable(value) -> str | None:
 class StrictJsonParser(Parser):
     """JSON bodies within the size limit (also those sent without Content-Length) that the database can store."""
 
-    def parse_body(self, request: HttpRequest):
+    def parse_body(self, request: HttpRequest) -> Any:
         if len(request.body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             raise RequestDataTooBig()
         data = json.loads(request.body)
         problem = unstorable(data)
         if problem:
-            raise ApiError("invalid_request", f"Invalid request body: {problem}.")
+            raise InvalidRequest(f"Invalid request body: {problem}.")
         return data
 
 
@@ -142,11 +153,22 @@ def utc_instant(value: datetime | None, field: str) -> datetime | None:
     try:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     except (OverflowError, ValueError):
-        raise ApiError("invalid_request", f"{field}: {value.isoformat()} is out of range.") from None
+        raise InvalidRequest.of_field(field, f"{value.isoformat()} is out of range.") from None
 
 
-def error_response(request: HttpRequest, status: int, type: str, message: str, detail=None, headers=None):
-    body = {"error": {"type": type, "message": message, "detail": detail}}
+# The envelope type of a status nothing of ours raised (ninja's own HttpError), from the error classes themselves.
+CODE_BY_STATUS = {error_class.status: error_class.code for error_class in ERROR_CLASSES}
+
+
+def error_response(
+    request: HttpRequest,
+    status: int,
+    code: str,
+    message: str,
+    detail: Any = None,
+    headers: Mapping[str, str] | None = None,
+) -> HttpResponse:
+    body = {"error": {"type": code, "message": message, "detail": detail}}
     response = api.create_response(request, body, status=status)
     for name, value in (headers or {}).items():
         response[name] = value
@@ -154,23 +176,24 @@ def error_response(request: HttpRequest, status: int, type: str, message: str, d
 
 
 @api.exception_handler(ServiceError)
-def on_service_error(request, exc: ServiceError):
+def on_service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    """The one place a service error becomes an HTTP answer: its status, and the envelope with its code."""
     return error_response(request, exc.status, exc.code, exc.message, exc.detail, exc.headers)
 
 
 @api.exception_handler(AuthenticationError)
-def on_authentication_error(request, exc):
-    return error_response(
+def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return on_service_error(
         request,
-        401,
-        "authentication_error",
-        "A valid API key is required: send 'Authorization: Bearer <key>'. The key may be unknown, malformed, "
-        "expired or revoked.",
-        headers={"WWW-Authenticate": "Bearer"},
+        AuthenticationFailed(
+            "A valid API key is required: send 'Authorization: Bearer <key>'. The key may be unknown, malformed, "
+            "expired or revoked.",
+            headers={"WWW-Authenticate": "Bearer"},
+        ),
     )
 
 
-def describe_validation_errors(errors: list[dict]) -> tuple[str, list[dict]]:
+def describe_validation_errors(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:
     """One readable sentence naming the fields, and the per-field detail."""
     detail = []
     for error in errors:
@@ -181,48 +204,44 @@ def describe_validation_errors(errors: list[dict]) -> tuple[str, list[dict]]:
 
 
 @api.exception_handler(ValidationError)
-def on_validation_error(request, exc: ValidationError):
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     message, detail = describe_validation_errors(exc.errors)
-    return error_response(request, 400, "invalid_request", message, detail)
+    return on_service_error(request, InvalidRequest(message, detail=detail))
 
 
 @api.exception_handler(Throttled)
-def on_throttled(request, exc: Throttled):
+def on_throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
     retry_after = max(1, int(exc.wait or 1) + (1 if exc.wait and exc.wait % 1 else 0))
-    return error_response(
+    return on_service_error(
         request,
-        429,
-        "rate_limited",
-        f"Too many requests for this API key; retry after {retry_after}s.",
-        headers={"Retry-After": str(retry_after)},
+        RateLimited(
+            f"Too many requests for this API key; retry after {retry_after}s.",
+            headers={"Retry-After": str(retry_after)},
+        ),
     )
 
 
-def on_body_too_big(request, exc=None):
+def body_too_large() -> PayloadTooLarge:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    return error_response(
-        request,
-        413,
-        "invalid_request",
-        f"The request body is larger than the limit of {limit} bytes.",
-        {"limit": limit},
-    )
+    return PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.", detail={"limit": limit})
 
 
-api.add_exception_handler(RequestDataTooBig, on_body_too_big)
+@api.exception_handler(RequestDataTooBig)
+def on_body_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return on_service_error(request, body_too_large())
 
 
 @api.exception_handler(HttpError)
-def on_http_error(request, exc: HttpError):
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     # ninja wraps whatever the body parser raised in HttpError(400, "Cannot parse request body"); say why instead.
     if isinstance(exc.__cause__, RequestDataTooBig):
-        return on_body_too_big(request)
+        return on_service_error(request, body_too_large())
     if isinstance(exc.__cause__, ServiceError):
         return on_service_error(request, exc.__cause__)
     if isinstance(exc.__cause__, ValueError | RecursionError):
-        return error_response(request, 400, "invalid_request", f"The request body is not valid JSON: {exc.__cause__}")
-    types = {400: "invalid_request", 401: "authentication_error", 403: "permission_error", 404: "not_found"}
-    return error_response(request, exc.status_code, types.get(exc.status_code, "invalid_request"), str(exc))
+        return on_service_error(request, InvalidRequest(f"The request body is not valid JSON: {exc.__cause__}"))
+    code = CODE_BY_STATUS.get(exc.status_code, InvalidRequest.code)
+    return error_response(request, exc.status_code, code, str(exc))
 
 
 class WorkspaceOut(Schema):
@@ -236,13 +255,13 @@ class WorkspaceOut(Schema):
     tags=["workspace"],
     summary="The workspace of the calling API key",
 )
-def current_workspace(request):
+def current_workspace(request: ApiRequest) -> dict[str, str]:
     return {"id": request.workspace.slug, "name": request.workspace.name}
 
 
 @api.exception_handler(Http404)
-def on_not_found(request, exc):
-    return error_response(request, 404, "not_found", str(exc) or "Not found.")
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return on_service_error(request, NotFound(str(exc) or "Not found."))
 
 
 api.add_router("/", "runs.api.router")

@@ -176,7 +176,7 @@ def launch_item(item: BatchRun, batch: Batch) -> Run:
         "metadata": {"batch_id": batch.public_id},
         "created_by": batch.created_by,
     }
-    return launch_run(batch.workspace, effort=config.effort, **fields)
+    return launch_run(batch.workspace, effort=config.effort, **fields).run
 
 
 def fill_slots(batch_pk: int) -> int:

@@ -2,6 +2,7 @@
 
 import json
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -11,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from agent_platform.access import current_workspace
 from judge.models import Judgment
-from runs.launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, LaunchError
+from runs.launch import MAX_TURNS_LIMIT, LaunchError
 
 from . import reports, services, stats
 from .models import Batch, BatchConfig, Truth
@@ -120,7 +121,7 @@ def batch_new(request):
             "values": request.POST,
             "config_rows": range(CONFIG_ROWS),
             "efforts": [value for value in BatchConfig.Effort.values if value],
-            "max_turns_default": MAX_TURNS_DEFAULT,
+            "max_turns_default": settings.RUN_DEFAULT_MAX_TURNS,
             "max_turns_limit": MAX_TURNS_LIMIT,
         },
         status=400 if error else 200,

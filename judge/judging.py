@@ -4,9 +4,11 @@ Judgment and announced as run.judged; it never changes the run's status or verdi
 import base64
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from runs.agent.model import ModelUnavailable, create_message, model_profile
@@ -24,6 +26,9 @@ TOOL_RESULT_CHARS = 300
 FINAL_VIEW_CHARS = 8000
 JUDGE_TRAJECTORY_CHARS = 24000
 VERDICTS = {choice.value for choice in Judgment.Verdict}
+
+# Reads a reply of the Messages API (the SDK's message object): the answer object, or None and why there is none.
+ParseAnswer = Callable[[Any], tuple[dict[str, Any] | None, str]]
 
 
 # --- what the judge and the grader read ------------------------------------------------------------------------
@@ -87,7 +92,9 @@ def trajectory(run: Run, max_chars: int = JUDGE_TRAJECTORY_CHARS) -> str:
     lines = [f"{index}. {line}" for index, line in enumerate(_lines(run), start=1)]
     if sum(len(line) + 1 for line in lines) <= max_chars:
         return "\n".join(lines) or "(no steps recorded)"
-    head, tail, used = [], [], 0
+    head: list[str] = []
+    tail: list[str] = []
+    used = 0
     half = max_chars // 2
     for line in lines:
         if used + len(line) + 1 > half:
@@ -109,7 +116,7 @@ def _lines(run: Run) -> list[str]:
     return [line for line in (_trajectory_line(event) for event in events) if line]
 
 
-def final_view(run: Run) -> dict | None:
+def final_view(run: Run) -> dict[str, Any] | None:
     """The page as the agent last saw it: the runtime's agent.final_view, else the last screenshot it was shown."""
     event = Event.objects.filter(run=run, type="agent.final_view").order_by("-seq").first()
     if event is not None:
@@ -126,7 +133,7 @@ def final_view(run: Run) -> dict | None:
     return None
 
 
-def final_view_text(view: dict | None, limit: int = FINAL_VIEW_CHARS) -> str:
+def final_view_text(view: dict[str, Any] | None, limit: int = FINAL_VIEW_CHARS) -> str:
     if not view:
         return "(the runtime recorded no final page)"
     text = text_of(view.get("text")).strip() or "(no text)"
@@ -135,7 +142,7 @@ def final_view_text(view: dict | None, limit: int = FINAL_VIEW_CHARS) -> str:
     return f"URL: {view.get('url') or '?'}\nTitle: {view.get('title') or '?'}\n\n{text}"
 
 
-def latest_verdict(run: Run) -> dict:
+def latest_verdict(run: Run) -> dict[str, Any]:
     """The agent's verdict: the run's recorded one once it finished, else its last accepted done call."""
     if run.is_finished:
         return {
@@ -158,7 +165,7 @@ def latest_verdict(run: Run) -> dict:
     }
 
 
-def verdict_text(verdict: dict) -> str:
+def verdict_text(verdict: dict[str, Any]) -> str:
     data = json.dumps(verdict.get("data"), ensure_ascii=False, indent=1) if verdict.get("data") is not None else "none"
     lines = [
         f"Status: {verdict.get('status')}",
@@ -183,7 +190,7 @@ def structured_outputs(model: str) -> bool:
     return bool(profile is not None and profile.structured_outputs)
 
 
-def viewport_image_block(view: dict | None) -> dict | None:
+def viewport_image_block(view: dict[str, Any] | None) -> dict[str, Any] | None:
     url = (view or {}).get("screenshot_url")
     if not url:
         return None
@@ -200,7 +207,9 @@ def viewport_image_block(view: dict | None) -> dict | None:
     }
 
 
-def verdict_params(model: str, *, system: str, text: str, extra: list[dict], tool: dict, max_tokens: int) -> dict:
+def verdict_params(
+    model: str, *, system: str, text: str, extra: list[dict[str, Any]], tool: dict[str, Any], max_tokens: int
+) -> dict[str, Any]:
     """A judge's or grader's request. Its answer comes as structured output (the reply's text constrained to the
     tool's schema) on a model that supports it, else as a call of the strict tool under tool_choice auto: no
     request forces a tool, which today's models refuse."""
@@ -217,7 +226,7 @@ def verdict_params(model: str, *, system: str, text: str, extra: list[dict], too
     return params
 
 
-def answer_of(message, tool: str) -> tuple[dict | None, str]:
+def answer_of(message: Any, tool: str) -> tuple[dict[str, Any] | None, str]:
     """The answer object: the tool's input, or the JSON object of the reply's text; or None and why there is none."""
     for block in message.content or []:
         if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == tool:
@@ -239,7 +248,7 @@ def answer_of(message, tool: str) -> tuple[dict | None, str]:
 # --- the judge ---------------------------------------------------------------------------------------------------
 
 
-def judge_request(run: Run, judge_context: list[str], model: str) -> dict:
+def judge_request(run: Run, judge_context: list[str], model: str) -> dict[str, Any]:
     """The Messages request: judge_context first (weighed before everything), then the task, verdict, steps, page."""
     view = final_view(run)
     context = "\n".join(f"- {statement}" for statement in judge_context) or "(none)"
@@ -262,7 +271,7 @@ def judge_request(run: Run, judge_context: list[str], model: str) -> dict:
     )
 
 
-def parse_judgment(message) -> tuple[dict | None, str]:
+def parse_judgment(message: Any) -> tuple[dict[str, Any] | None, str]:
     answer, problem = answer_of(message, prompts.JUDGE_TOOL)
     if answer is None:
         return None, problem
@@ -276,17 +285,19 @@ def parse_judgment(message) -> tuple[dict | None, str]:
     return answer, ""
 
 
-def with_retry_note(params: dict, problem: str, tool: str) -> dict:
+def with_retry_note(params: dict[str, Any], problem: str, tool: str) -> dict[str, Any]:
     how = prompts.TOOL_ANSWER.format(tool=tool) if "tools" in params else prompts.JSON_ANSWER
     note = {"type": "text", "text": prompts.RETRY_NOTE.format(problem=problem, how=how)}
     message = params["messages"][0]
     return {**params, "messages": [{**message, "content": [*message["content"], note]}]}
 
 
-def ask_for_answer(run: Run, params: dict, tool: str, parse) -> tuple[dict | None, str, list]:
+def ask_for_answer(
+    run: Run, params: dict[str, Any], tool: str, parse: ParseAnswer
+) -> tuple[dict[str, Any] | None, str, list[Any]]:
     """Ask once, and once more if the answer is unusable; returns (answer or None, problem, messages received).
     ModelUnavailable propagates: the SDK already retried."""
-    received = []
+    received: list[Any] = []
     answer, problem = None, ""
     for attempt in range(2):
         request = params if attempt == 0 else with_retry_note(params, problem, tool)
@@ -299,7 +310,9 @@ def ask_for_answer(run: Run, params: dict, tool: str, parse) -> tuple[dict | Non
     return answer, problem, received
 
 
-def judge(run: Run, *, judge_context: list[str] | None = None, requested_by=None, model: str | None = None) -> Judgment:
+def judge(
+    run: Run, *, judge_context: list[str] | None = None, requested_by: User | None = None, model: str | None = None
+) -> Judgment:
     """Judge `run` once (with the run's own judge_context unless one is given), store and announce the Judgment.
 
     An unusable answer is asked again once, then stored as uncertain. A model that cannot answer (the SDK's

@@ -1,5 +1,7 @@
 """Judgments of finished runs, and the outcomes (rubrics) a run is evaluated against, cycle by cycle."""
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -33,7 +35,7 @@ class Judgment(models.Model):
     def __str__(self) -> str:
         return f"{self.run} {self.verdict}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "reason": self.reason,

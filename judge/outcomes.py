@@ -3,6 +3,7 @@ between a span.outcome_evaluation_start and a span.outcome_evaluation_end event.
 
 import json
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -24,9 +25,12 @@ GRADER_MAX_TOKENS = 4096
 GRADER_TRAJECTORY_CHARS = 8000
 GRADER_RESULTS = {"satisfied", "needs_revision", "failed"}
 Result = OutcomeEvaluation.Result
+TOKEN_COUNTS = ("cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens", "output_tokens")
 
 
-def grader_request(run: Run, outcome: Outcome, iteration: int, view: dict | None, done: dict | None) -> dict:
+def grader_request(
+    run: Run, outcome: Outcome, iteration: int, view: dict[str, Any] | None, done: dict[str, Any] | None
+) -> dict[str, Any]:
     verdict = {**latest_verdict(run), **(done or {})}
     data = json.dumps(verdict.get("data"), ensure_ascii=False, indent=1) if verdict.get("data") is not None else "none"
     sections = [
@@ -49,7 +53,7 @@ def grader_request(run: Run, outcome: Outcome, iteration: int, view: dict | None
     )
 
 
-def parse_evaluation(message) -> tuple[dict | None, str]:
+def parse_evaluation(message: Any) -> tuple[dict[str, Any] | None, str]:
     answer, problem = answer_of(message, prompts.GRADER_TOOL)
     if answer is None:
         return None, problem
@@ -60,23 +64,20 @@ def parse_evaluation(message) -> tuple[dict | None, str]:
     return answer, ""
 
 
-def usage_of(messages: list) -> dict:
+def usage_of(messages: list[Any]) -> dict[str, Any]:
     """The spec's usage object, summed over the grader's requests of this cycle (one, or two after a retry)."""
-    usage = {
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "speed": None,
-    }
+    tokens = dict.fromkeys(TOKEN_COUNTS, 0)
+    speed: str | None = None
     for message in messages:
-        for name in ("cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens", "output_tokens"):
-            usage[name] += int(getattr(message.usage, name, 0) or 0)
-        usage["speed"] = getattr(message.usage, "speed", None) or usage["speed"]
-    return usage
+        for name in TOKEN_COUNTS:
+            tokens[name] += int(getattr(message.usage, name, 0) or 0)
+        speed = getattr(message.usage, "speed", None) or speed
+    return {**tokens, "speed": speed}
 
 
-def evaluate(run: Run, iteration: int, final_view: dict | None, *, done: dict | None = None) -> OutcomeEvaluation:
+def evaluate(
+    run: Run, iteration: int, final_view: dict[str, Any] | None, *, done: dict[str, Any] | None = None
+) -> OutcomeEvaluation:
     """Run evaluation cycle `iteration` (0-indexed) of the run's outcome and return its stored result.
 
     `done` may carry the accepted done call's {success, output, data} when the run row does not hold them yet;
@@ -107,7 +108,7 @@ def evaluate(run: Run, iteration: int, final_view: dict | None, *, done: dict | 
             processed_at=started_at,
         )
 
-    received: list = []
+    received: list[Any] = []
     if cancel_requested(run):
         result, explanation = Result.INTERRUPTED, "The operator interrupted the run before the evaluation ran."
     else:
@@ -151,7 +152,7 @@ def evaluate(run: Run, iteration: int, final_view: dict | None, *, done: dict | 
         evaluation.end_event_id = end_id
         evaluation.finished_at = finished_at
         evaluation.speed = usage["speed"]
-        for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        for name in TOKEN_COUNTS:
             setattr(evaluation, name, usage[name])
         evaluation.save()
     log.info("run %s outcome %s iteration %d: %s", run.public_id, outcome.public_id, iteration, result)

@@ -2,20 +2,22 @@
 
 import logging
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
-from runs.launch import LaunchError, clean_judge_context
+from agent_platform.errors import Conflict
+from runs.launch import clean_judge_context
 from runs.models import Run
 
 log = logging.getLogger(__name__)
 
 
 def enqueue_judgment(
-    run: Run, *, judge_context: list[str] | None = None, requested_by=None, model: str | None = None
+    run: Run, *, judge_context: list[str] | None = None, requested_by: User | None = None, model: str | None = None
 ) -> None:
     """Queue a judge task once the current transaction commits, so the worker reads the committed run; `model`
     overrides JUDGE_MODEL for this judgment (re-judging with another judge)."""
-    from .tasks import judge_run  # lazily: the tasks module imports the runtime's model client
+    from .tasks import judge_run  # noqa: PLC0415 (lazy: tasks imports the runtime's model client)
 
     requested_by_id = requested_by.pk if requested_by is not None else None
 
@@ -35,19 +37,15 @@ def judge_on_finish(run: Run) -> None:
         enqueue_judgment(run)
 
 
-def request_rejudge(run: Run, *, judge_context, requested_by, model: str | None = None) -> None:
+def request_rejudge(run: Run, *, judge_context: object, requested_by: User | None, model: str | None = None) -> None:
     """Judge a finished run again with this judge_context (None: the run's own); every judgment is kept and billed
     as judge usage.
 
-    Raises LaunchError: invalid_request for a bad judge_context (the launch rules: at most 8 statements of at
-    most 500 characters), conflict for a run that has not finished.
+    Raises InvalidRequest for a bad judge_context (the launch rules: at most 8 statements of at most 500
+    characters), Conflict for a run that has not finished.
     """
     cleaned = None if judge_context is None else clean_judge_context(judge_context)
     run.refresh_from_db(fields=["status"])
     if not run.is_finished:
-        raise LaunchError(
-            "conflict",
-            f"The run is {run.status}; only a finished run can be judged again.",
-            field="status",
-        )
+        raise Conflict(f"The run is {run.status}; only a finished run can be judged again.", field="status")
     enqueue_judgment(run, judge_context=cleaned, requested_by=requested_by, model=model)

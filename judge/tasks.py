@@ -1,14 +1,14 @@
 """Celery tasks of the judge queue: a judgment of a finished run."""
 
 from celery import shared_task
-from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 
 from runs.models import Run
 
 from .judging import judge
 
 
-@shared_task(name="judge.tasks.judge_run")
+@shared_task(name="judge.tasks.judge_run")  # type: ignore[untyped-decorator]  # celery ships no type information
 def judge_run(
     run_id: int,
     judge_context: list[str] | None = None,
@@ -20,5 +20,5 @@ def judge_run(
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
         return None
-    requested_by = get_user_model().objects.filter(pk=requested_by_id).first() if requested_by_id else None
+    requested_by = User.objects.filter(pk=requested_by_id).first() if requested_by_id else None
     return judge(run, judge_context=judge_context, requested_by=requested_by, model=model).pk

@@ -5,22 +5,27 @@ import binascii
 import json
 import re
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery
-from django.http import HttpRequest, HttpResponse
+from django.conf import settings
+from django.db.models import Count, Model, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.http import HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiError, ErrorOut, utc_instant
+from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, utc_instant
+from agent_platform.errors import InvalidRequest, NotFound
 from judge.models import Judgment, OutcomeEvaluation
 from judge.services import request_rejudge
 
-from .launch import LaunchError, launch_run
+from .launch import launch_run
 from .lifecycle import request_cancel
 from .models import Event, Run, Session
 
 router = Router()
+
+Found = TypeVar("Found", bound=Model)
+Paged = TypeVar("Paged", Run, Session)
 
 PUBLIC_ID = re.compile(r"^[a-z]{2,8}_[0-9a-z]{1,40}$")
 PAGE_DEFAULT = 20
@@ -62,7 +67,9 @@ class RunIn(Schema):
         description="Thinking mode: 'adaptive', or the model's lowest setting ('between_tools' or 'disabled'); "
         "adaptive where the model supports it when omitted.",
     )
-    max_turns: StrictInt | None = Field(None, description="Action turns allowed, 1 to 200 (default 30).")
+    max_turns: StrictInt | None = Field(
+        None, description=f"Action turns allowed, 1 to 200 (default {settings.RUN_DEFAULT_MAX_TURNS})."
+    )
     max_cost_usd: StrictInt | StrictFloat | StrictStr | None = Field(
         None,
         description="The most the run's model requests may cost, in dollars (default: the workspace's, $5 unless "
@@ -219,7 +226,7 @@ ERRORS = ERROR_RESPONSES
 # --- reading rows --------------------------------------------------------------------------------------------------
 
 
-def runs_of(request: HttpRequest) -> QuerySet[Run]:
+def runs_of(request: ApiRequest) -> QuerySet[Run]:
     return (
         Run.objects.for_workspace(request.workspace)
         .select_related("session", "outcome")
@@ -230,15 +237,15 @@ def runs_of(request: HttpRequest) -> QuerySet[Run]:
     )
 
 
-def find(queryset: QuerySet, public_id: str, what: str):
+def find(queryset: QuerySet[Found], public_id: str, what: str) -> Found:
     """The workspace's object with this id; any other id (malformed, unknown, another workspace's) is not_found."""
     found = queryset.filter(public_id=public_id).first() if PUBLIC_ID.match(public_id) else None
     if found is None:
-        raise ApiError("not_found", f"No {what} '{public_id[:60]}' in this workspace.")
+        raise NotFound(f"No {what} '{public_id[:60]}' in this workspace.")
     return found
 
 
-def outcome_out(run: Run) -> dict | None:
+def outcome_out(run: Run) -> dict[str, Any] | None:
     try:
         outcome = run.outcome
     except Run.outcome.RelatedObjectDoesNotExist:
@@ -265,7 +272,7 @@ def outcome_out(run: Run) -> dict | None:
     }
 
 
-def run_out(run: Run) -> dict:
+def run_out(run: Run) -> dict[str, Any]:
     """A run as the API returns it (runs_of's prefetches keep a page of these at a fixed number of queries)."""
     judgments = list(run.judgments.all())
     return {
@@ -300,18 +307,18 @@ def run_out(run: Run) -> dict:
     }
 
 
-def judgment_out(judgment: Judgment) -> dict:
+def judgment_out(judgment: Judgment) -> dict[str, Any]:
     return {**judgment.as_dict(), "judge_context": judgment.judge_context, "model": judgment.model}
 
 
-def reload(request: HttpRequest, run: Run) -> Run:
+def reload(request: ApiRequest, run: Run) -> Run:
     return runs_of(request).get(pk=run.pk)
 
 
 # --- cursors: opaque, over (created_at, id) so pages stay stable while new rows arrive --------------------------------
 
 
-def encode_cursor(row) -> str:
+def encode_cursor(row: Run | Session) -> str:
     raw = json.dumps([row.created_at.isoformat(), row.pk]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -327,10 +334,10 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
             raise ValueError(pk)
         return created_at, pk
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, OverflowError, RecursionError):
-        raise ApiError("invalid_request", "cursor: not a cursor this API returned.") from None
+        raise InvalidRequest.of_field("cursor", "not a cursor this API returned.") from None
 
 
-def paginate(queryset: QuerySet, cursor: str | None, limit: int) -> tuple[list, str | None, bool]:
+def paginate(queryset: QuerySet[Paged], cursor: str | None, limit: int) -> tuple[list[Paged], str | None, bool]:
     """A page of a queryset ordered newest first by (created_at, id), with the cursor of the next page."""
     queryset = queryset.order_by("-created_at", "-id")
     if cursor:
@@ -344,7 +351,7 @@ def paginate(queryset: QuerySet, cursor: str | None, limit: int) -> tuple[list, 
 
 def check_public_id(value: str | None, field: str) -> None:
     if value is not None and not PUBLIC_ID.match(value):
-        raise ApiError("invalid_request", f"{field}: not an id of this API.")
+        raise InvalidRequest.of_field(field, "not an id of this API.")
 
 
 # --- runs ----------------------------------------------------------------------------------------------------------
@@ -361,19 +368,16 @@ def check_public_id(value: str | None, field: str) -> None:
     "Keys expire 24 hours after their first use.",
 )
 def create_run(
-    request: HttpRequest,
+    request: ApiRequest,
     payload: RunIn,
     response: HttpResponse,
     idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
-):
+) -> Status[dict[str, Any]]:
     body = payload.model_dump(exclude_unset=True)
-    try:
-        run = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
-    except LaunchError as error:
-        raise ApiError(error.type, error.message, error.detail) from None
-    if run._idempotent_replay:
+    launched = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
+    if launched.replayed:
         response["Idempotent-Replayed"] = "true"
-    return Status(201, run_out(reload(request, run)))
+    return Status(201, run_out(reload(request, launched.run)))
 
 
 class RunFilters(Schema):
@@ -387,7 +391,7 @@ class RunFilters(Schema):
 
 
 @router.get("/runs", response={200: RunListOut, **ERRORS}, tags=["runs"], summary="List runs, newest first")
-def list_runs(request: HttpRequest, filters: Query[RunFilters]):
+def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> dict[str, Any]:
     runs = runs_of(request)
     if filters.status:
         runs = runs.filter(status=filters.status)
@@ -406,7 +410,7 @@ def list_runs(request: HttpRequest, filters: Query[RunFilters]):
 
 
 @router.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, tags=["runs"], summary="A run")
-def get_run(request: HttpRequest, run_id: str):
+def get_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
     return run_out(find(runs_of(request), run_id, "run"))
 
 
@@ -418,7 +422,7 @@ def get_run(request: HttpRequest, run_id: str):
     description="Idempotent. A queued run is cancelled at once; a running one stops at its next safe point; "
     "a finished run is returned as it is.",
 )
-def cancel_run(request: HttpRequest, run_id: str):
+def cancel_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     request_cancel(run)
     return run_out(reload(request, run))
@@ -432,14 +436,11 @@ def cancel_run(request: HttpRequest, run_id: str):
     description="Queues another judge reading, with judge_context replacing the run's if given. Every judgment "
     "is kept; GET /runs/{id}/judgments lists them, latest first.",
 )
-def rejudge_run(request: HttpRequest, run_id: str, payload: RejudgeIn | None = None):
+def rejudge_run(request: ApiRequest, run_id: str, payload: RejudgeIn | None = None) -> Status[dict[str, Any]]:
     run = find(runs_of(request), run_id, "run")
     body = payload.model_dump(exclude_unset=True) if payload else {}
-    try:
-        # Without judge_context the judge reads the run's own; an explicit list (even empty) replaces it.
-        request_rejudge(run, judge_context=body.get("judge_context"), requested_by=None)
-    except LaunchError as error:
-        raise ApiError(error.type, error.message, error.detail) from None
+    # Without judge_context the judge reads the run's own; an explicit list (even empty) replaces it.
+    request_rejudge(run, judge_context=body.get("judge_context"), requested_by=None)
     return Status(202, run_out(reload(request, run)))
 
 
@@ -455,7 +456,7 @@ class EventFilters(Schema):
     summary="A run's events in order",
     description="Pass the previous answer's next_after as after to follow a run without gaps or duplicates.",
 )
-def list_events(request: HttpRequest, run_id: str, filters: Query[EventFilters]):
+def list_events(request: ApiRequest, run_id: str, filters: Query[EventFilters]) -> dict[str, Any]:
     run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
     events = list(Event.objects.filter(run=run, seq__gt=filters.after).order_by("seq")[: filters.limit + 1])
     has_more = len(events) > filters.limit
@@ -473,7 +474,7 @@ def list_events(request: HttpRequest, run_id: str, filters: Query[EventFilters])
     tags=["runs"],
     summary="Judgments, latest first",
 )
-def list_judgments(request: HttpRequest, run_id: str):
+def list_judgments(request: ApiRequest, run_id: str) -> dict[str, Any]:
     run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
     return {"judgments": [judgment_out(j) for j in run.judgments.order_by("-judged_at", "-id")]}
 
@@ -481,7 +482,7 @@ def list_judgments(request: HttpRequest, run_id: str):
 # --- sessions ------------------------------------------------------------------------------------------------------
 
 
-def session_out(session: Session, run_count: int) -> dict:
+def session_out(session: Session, run_count: int) -> dict[str, Any]:
     return {
         "id": session.public_id,
         "output_schema": session.output_schema,
@@ -496,7 +497,7 @@ class SessionFilters(Schema):
 
 
 @router.get("/sessions", response={200: SessionListOut, **ERRORS}, tags=["sessions"], summary="List sessions")
-def list_sessions(request: HttpRequest, filters: Query[SessionFilters]):
+def list_sessions(request: ApiRequest, filters: Query[SessionFilters]) -> dict[str, Any]:
     sessions = Session.objects.for_workspace(request.workspace).annotate(run_count=Count("runs"))
     rows, next_cursor, has_more = paginate(sessions, filters.cursor, filters.limit)
     return {
@@ -512,7 +513,7 @@ def list_sessions(request: HttpRequest, filters: Query[SessionFilters]):
     tags=["sessions"],
     summary="A session with its schema and its runs in order",
 )
-def get_session(request: HttpRequest, session_id: str):
+def get_session(request: ApiRequest, session_id: str) -> dict[str, Any]:
     session = find(Session.objects.for_workspace(request.workspace), session_id, "session")
     runs = list(runs_of(request).filter(session=session).order_by("created_at", "id"))
     return {**session_out(session, len(runs)), "runs": [run_out(run) for run in runs]}

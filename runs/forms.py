@@ -1,13 +1,16 @@
 """Reading the launch and re-judge forms into the launch service's arguments; the rules themselves live in launch.py."""
 
 import json
+from typing import Any
 
 from django.http import QueryDict
 
-from .launch import JUDGE_CONTEXT_MAX_STATEMENTS, LaunchError
+from agent_platform.errors import InvalidRequest
+
+from .launch import JUDGE_CONTEXT_MAX_STATEMENTS
 
 
-def _int_or_raw(value: str):
+def _int_or_raw(value: str) -> int | str | None:
     """Whole numbers become ints; anything else goes through as typed, so launch_run names the field that is wrong."""
     value = value.strip()
     if not value:
@@ -23,7 +26,7 @@ def judge_context_from(post: QueryDict) -> list[str]:
     return [statement for statement in post.getlist("judge_context") if statement.strip()]
 
 
-def launch_arguments(post: QueryDict) -> dict:
+def launch_arguments(post: QueryDict) -> dict[str, Any]:
     """The keyword arguments of launch_run from a submitted launch form; a schema that is not JSON is refused here
     only because it cannot be passed on as an object at all."""
     schema_text = post.get("output_schema", "").strip()
@@ -32,10 +35,8 @@ def launch_arguments(post: QueryDict) -> dict:
         try:
             output_schema = json.loads(schema_text)
         except json.JSONDecodeError as error:
-            raise LaunchError(
-                "invalid_request",
-                f"output_schema: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
-                field="output_schema",
+            raise InvalidRequest.of_field(
+                "output_schema", f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
             ) from None
     outcome = None
     if post.get("outcome_enabled"):
@@ -73,7 +74,7 @@ def secrets_from(text: str) -> dict[str, str] | None:
             continue
         name, sep, value = line.partition("=")
         if not sep:
-            raise LaunchError("invalid_request", f"secrets: line {number} is not NAME=value", field="secrets")
+            raise InvalidRequest.of_field("secrets", f"line {number} is not NAME=value")
         secrets[name.strip()] = value.strip()
     return secrets or None
 

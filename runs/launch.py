@@ -5,20 +5,25 @@ import hmac
 import json
 import logging
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agent_platform.errors import ServiceError
+from agent_platform.errors import Conflict, InvalidRequest, NotFound, ServiceError, ServiceUnavailable
 from agent_platform.models import Workspace
 
 from .agent import profiles
 from .agent.schema import schema_problems, serialized_size
 from .events import emit
+from .lifecycle import finish
 from .models import Run, Session
 from .secret_box import seal
 from .secrets import secrets_problem
@@ -27,7 +32,6 @@ log = logging.getLogger(__name__)
 
 TASK_MAX_CHARS = 20_000
 START_URL_MAX_CHARS = 2000
-MAX_TURNS_DEFAULT = 30
 MAX_TURNS_LIMIT = 200
 JUDGE_CONTEXT_MAX_STATEMENTS = 8
 JUDGE_CONTEXT_MAX_CHARS = 500
@@ -48,38 +52,52 @@ HOST_NAME = re.compile(r"^(\*\.)?(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
 
 
+class IdempotencyKeyReused(Conflict):
+    """The Idempotency-Key was used, within its lifetime, for a launch with other arguments (detail.code says so)."""
+
+
+@dataclass(frozen=True)
+class Launched:
+    """What a launch gave: the run, and whether it is the one an earlier launch with the same Idempotency-Key
+    created (the API then says Idempotent-Replayed)."""
+
+    run: Run
+    replayed: bool
+
+
 class LaunchError(ServiceError):
     """Transitional (issue 18): the old string-kinded launch error, now a ServiceError; being replaced by the classes
     of agent_platform.errors."""
 
-    def __init__(self, type: str, message: str, *, field: str | None = None, detail=None):
+    def __init__(self, type: str, message: str, *, field: str | None = None, detail: Any = None) -> None:
         super().__init__(message, field=field, detail=detail)
         self.type = type  # invalid_request | conflict | not_found | service_unavailable
         self.code = type  # type: ignore[misc]  # transitional: the class of agent_platform.errors will carry these
         self.status = {"invalid_request": 400, "not_found": 404, "conflict": 409, "service_unavailable": 503}[type]  # type: ignore[misc]  # transitional
 
 
-def invalid(field: str, message: str, detail=None) -> LaunchError:
-    return LaunchError("invalid_request", f"{field}: {message}", field=field, detail=detail)
+def invalid(field: str, message: str, detail: Any = None) -> InvalidRequest:
+    """The launch rules' refusal of one field (the evals and webhooks apps word their own checks with it too)."""
+    return InvalidRequest.of_field(field, message, detail)
 
 
-def canonical_json(value) -> str:
+def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def same_schema(a, b) -> bool:
+def same_schema(a: Any, b: Any) -> bool:
     return canonical_json(a) == canonical_json(b)
 
 
-def schema_lint(schema) -> list[dict]:
+def schema_lint(schema: Any) -> list[dict[str, str]]:
     """The launch's own schema rules as plain dicts ({path, keyword, message}), for the form's lint-as-you-type."""
     return [{"path": p.path, "keyword": p.keyword, "message": p.message} for p in schema_problems(schema)]
 
 
-# --- field checks: each returns the cleaned value or raises LaunchError naming the field ----------------------------
+# --- field checks: each returns the cleaned value or raises InvalidRequest naming the field -------------------------
 
 
-def clean_task(task) -> str:
+def clean_task(task: object) -> str:
     if not isinstance(task, str):
         raise invalid("task", "must be a string")
     task = task.strip()
@@ -90,7 +108,7 @@ def clean_task(task) -> str:
     return task
 
 
-def clean_start_url(start_url) -> str:
+def clean_start_url(start_url: object) -> str:
     if start_url is None:
         return ""
     if not isinstance(start_url, str):
@@ -112,7 +130,7 @@ def clean_start_url(start_url) -> str:
     return start_url
 
 
-def clean_model(model) -> str:
+def clean_model(model: object) -> str:
     if model is None or model == "":
         return settings.DEFAULT_MODEL
     if not isinstance(model, str) or not MODEL_NAME.match(model):
@@ -133,38 +151,43 @@ def model_profile(model: str) -> profiles.ModelProfile:
             "model", f"'{model}' is not a model the Models API knows; pick one of the active models"
         ) from None
     except profiles.ProfilesUnavailable as error:
-        raise LaunchError("service_unavailable", f"model: {error}", field="model") from None
+        raise ServiceUnavailable(f"model: {error}", field="model") from None
     if found.retired:
         retired = f" on {found.retires_at:%Y-%m-%d}" if found.retires_at else ""
         raise invalid("model", f"'{model}' was retired{retired} and can no longer run; pick one of the active models")
     return found
 
 
-def clean_effort(effort, profile: profiles.ModelProfile) -> str:
-    if effort is None or effort == "":
+def model_choice(field: str, value: object, choices: Sequence[str], among: str, *, none: str = "none") -> str:
+    """A value among the model's choices for `field` (its effort levels, its thinking modes); "" when omitted, which
+    leaves the model's own default. `among` words the choices in the refusal, `none` what it says when there are none.
+    """
+    if value is None or value == "":
         return ""
-    if not isinstance(effort, str):
-        raise invalid("effort", "must be a string")
-    if effort not in profile.effort_levels:
-        levels = ", ".join(profile.effort_levels) or "none (it takes no effort setting)"
-        raise invalid("effort", f"'{effort}' is not an effort level of {profile.id}: {levels}")
-    return effort
+    if not isinstance(value, str):
+        raise invalid(field, "must be a string")
+    if value not in choices:
+        raise invalid(field, f"'{value}' is not {among}: {', '.join(choices) or none}")
+    return value
 
 
-def clean_thinking(thinking, profile: profiles.ModelProfile) -> str:
-    if thinking is None or thinking == "":
-        return ""
-    if not isinstance(thinking, str):
-        raise invalid("thinking", "must be a string")
-    if thinking not in profile.thinking_modes:
-        modes = ", ".join(profile.thinking_modes) or "none"
-        raise invalid("thinking", f"'{thinking}' is not a thinking mode {profile.id} accepts: {modes}")
-    return thinking
+def clean_effort(effort: object, profile: profiles.ModelProfile) -> str:
+    return model_choice(
+        "effort",
+        effort,
+        profile.effort_levels,
+        f"an effort level of {profile.id}",
+        none="none (it takes no effort setting)",
+    )
 
 
-def clean_max_turns(max_turns) -> int:
+def clean_thinking(thinking: object, profile: profiles.ModelProfile) -> str:
+    return model_choice("thinking", thinking, profile.thinking_modes, f"a thinking mode {profile.id} accepts")
+
+
+def clean_max_turns(max_turns: object) -> int:
     if max_turns is None:
-        return MAX_TURNS_DEFAULT
+        return settings.RUN_DEFAULT_MAX_TURNS
     if isinstance(max_turns, bool) or not isinstance(max_turns, int):
         raise invalid("max_turns", "must be an integer")
     if not 1 <= max_turns <= MAX_TURNS_LIMIT:
@@ -172,7 +195,7 @@ def clean_max_turns(max_turns) -> int:
     return max_turns
 
 
-def clean_max_cost_usd(max_cost_usd, workspace: Workspace) -> Decimal:
+def clean_max_cost_usd(max_cost_usd: object, workspace: Workspace) -> Decimal:
     """The run's cost cap in dollars: a positive number (or decimal string) up to 4 places; the workspace's default
     when omitted."""
     if max_cost_usd is None or max_cost_usd == "":
@@ -191,7 +214,7 @@ def clean_max_cost_usd(max_cost_usd, workspace: Workspace) -> Decimal:
     return cap
 
 
-def clean_output_schema(output_schema) -> dict | None:
+def clean_output_schema(output_schema: Any) -> dict[str, Any] | None:
     if output_schema is None:
         return None
     problems = schema_problems(output_schema)
@@ -203,7 +226,7 @@ def clean_output_schema(output_schema) -> dict | None:
     return output_schema
 
 
-def clean_judge_context(judge_context) -> list[str]:
+def clean_judge_context(judge_context: object) -> list[str]:
     if judge_context is None:
         return []
     if not isinstance(judge_context, list):
@@ -226,7 +249,7 @@ def clean_judge_context(judge_context) -> list[str]:
     return cleaned
 
 
-def clean_outcome(outcome) -> dict | None:
+def clean_outcome(outcome: object) -> dict[str, Any] | None:
     if outcome is None:
         return None
     if not isinstance(outcome, dict):
@@ -234,7 +257,7 @@ def clean_outcome(outcome) -> dict | None:
     unknown = sorted(set(outcome) - {"description", "rubric", "max_iterations"})
     if unknown:
         raise invalid(f"outcome.{unknown[0]}", "is not a field of outcome (description, rubric, max_iterations)")
-    cleaned = {}
+    cleaned: dict[str, Any] = {}
     for name, limit in (("description", OUTCOME_DESCRIPTION_MAX_CHARS), ("rubric", OUTCOME_RUBRIC_MAX_CHARS)):
         value = outcome.get(name)
         if not isinstance(value, str) or not value.strip():
@@ -253,7 +276,7 @@ def clean_outcome(outcome) -> dict | None:
     return cleaned
 
 
-def clean_allowed_domains(allowed_domains) -> list[str]:
+def clean_allowed_domains(allowed_domains: object) -> list[str]:
     if allowed_domains is None:
         return []
     if not isinstance(allowed_domains, list):
@@ -270,7 +293,7 @@ def clean_allowed_domains(allowed_domains) -> list[str]:
     return cleaned
 
 
-def clean_metadata(metadata) -> dict:
+def clean_metadata(metadata: object) -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, dict):
@@ -281,7 +304,7 @@ def clean_metadata(metadata) -> dict:
     return metadata
 
 
-def clean_secrets(secrets) -> dict[str, str]:
+def clean_secrets(secrets: Any) -> dict[str, str]:
     if secrets is None:
         return {}
     problem = secrets_problem(secrets)
@@ -290,7 +313,7 @@ def clean_secrets(secrets) -> dict[str, str]:
     return dict(secrets)
 
 
-def clean_idempotency_key(key) -> str | None:
+def clean_idempotency_key(key: object) -> str | None:
     if key is None:
         return None
     if not isinstance(key, str) or not IDEMPOTENCY_KEY.match(key):
@@ -303,7 +326,9 @@ def clean_idempotency_key(key) -> str | None:
 # --- the launch ----------------------------------------------------------------------------------------------------
 
 
-def resolve_session(workspace: Workspace, session_id, output_schema: dict | None, created_by) -> Session:
+def resolve_session(
+    workspace: Workspace, session_id: object, output_schema: dict[str, Any] | None, created_by: User | None
+) -> Session:
     """The session the run belongs to, its schema settled: inherited, recorded, or a conflict."""
     if session_id is None or session_id == "":
         return Session.objects.create(workspace=workspace, output_schema=output_schema, created_by=created_by)
@@ -312,15 +337,14 @@ def resolve_session(workspace: Workspace, session_id, output_schema: dict | None
     # Locked so two follow-ups naming different schemas for a schema-less session cannot both set one.
     session = Session.objects.select_for_update().for_workspace(workspace).filter(public_id=session_id).first()
     if session is None:
-        raise LaunchError("not_found", f"session_id: no session '{session_id}' in this workspace.", field="session_id")
+        raise NotFound(f"session_id: no session '{session_id}' in this workspace.", field="session_id")
     if output_schema is None:
         return session
     if session.output_schema is None or not same_schema(session.output_schema, output_schema):
         # A session's schema is settled when it is created: a follow-up cannot add one to a session without one
         # (its earlier runs would start reporting a schema they never had), nor change it.
         had = "has no output schema" if session.output_schema is None else "already has a different output schema"
-        raise LaunchError(
-            "conflict",
+        raise Conflict(
             f"output_schema: session {session.public_id} {had}; the schema is a session property set when the "
             "session is created: omit output_schema to inherit it, or start a new session.",
             field="output_schema",
@@ -347,7 +371,7 @@ def warn_deprecated_model(run: Run, profile: profiles.ModelProfile) -> None:
 
 def enqueue(run_pk: int) -> None:
     """Hand the committed run to a worker; a run that cannot be queued fails visibly instead of waiting forever."""
-    from . import tasks  # lazily: tasks imports the runtime, which launch must not need
+    from . import tasks  # noqa: PLC0415 (lazy: tasks imports the runtime, which the web process must not load)
 
     execute_run = getattr(tasks, "execute_run", None)
     if execute_run is None:
@@ -357,8 +381,6 @@ def enqueue(run_pk: int) -> None:
         execute_run.delay(run_pk)
     except Exception:
         log.exception("could not enqueue run %s", run_pk)
-        from .lifecycle import finish
-
         run = Run.objects.get(pk=run_pk)
         finish(
             run,
@@ -368,7 +390,7 @@ def enqueue(run_pk: int) -> None:
         )
 
 
-def launch_fingerprint(**arguments) -> str:
+def launch_fingerprint(**arguments: object) -> str:
     """An HMAC (keyed, since the arguments include secrets) of a launch's arguments in canonical JSON."""
     text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hmac.new(settings.SECRET_KEY.encode(), text.encode(), hashlib.sha256).hexdigest()
@@ -384,44 +406,43 @@ def idempotent_replay(workspace: Workspace, key: str, fingerprint: str) -> Run |
         Run.objects.filter(pk=existing.pk, idempotency_key=key).update(idempotency_key=None)
         return None
     if existing.idempotency_fingerprint and not hmac.compare_digest(existing.idempotency_fingerprint, fingerprint):
-        raise LaunchError(
-            "conflict",
+        raise IdempotencyKeyReused(
             f"Idempotency-Key: this key was used within the last {IDEMPOTENCY_KEY_HOURS} hours for a launch with "
             f"other arguments (run {existing.public_id}); use a new key for a new launch.",
             field="Idempotency-Key",
             detail={"code": "idempotency_key_reused", "run_id": existing.public_id},
         )
-    existing._idempotent_replay = True
     return existing
 
 
 def launch_run(
     workspace: Workspace,
     *,
-    task,
-    session_id=None,
-    start_url="",
-    model=None,
-    effort=None,
-    thinking=None,
-    max_turns=None,
-    output_schema=None,
-    judge=False,
-    judge_context=None,
-    outcome=None,
-    allowed_domains=None,
-    metadata=None,
-    allow_javascript=False,
-    secrets=None,
-    created_by=None,
-    idempotency_key=None,
-    max_cost_usd=None,
-) -> Run:
+    task: object,
+    session_id: object = None,
+    start_url: object = "",
+    model: object = None,
+    effort: object = None,
+    thinking: object = None,
+    max_turns: object = None,
+    output_schema: Any = None,
+    judge: object = False,
+    judge_context: object = None,
+    outcome: object = None,
+    allowed_domains: object = None,
+    metadata: object = None,
+    allow_javascript: object = False,
+    secrets: object = None,
+    created_by: User | None = None,
+    idempotency_key: object = None,
+    max_cost_usd: object = None,
+) -> Launched:
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
-    Raises LaunchError (invalid_request, conflict or not_found). With an idempotency_key, a retried launch in the
-    same workspace with the same arguments returns the run the first one created (check `run._idempotent_replay`);
-    other arguments are a conflict (`idempotency_key_reused`); a key is forgotten IDEMPOTENCY_KEY_HOURS after use.
+    Raises InvalidRequest, NotFound (session_id), Conflict (a session's schema) or ServiceUnavailable (the Models
+    API). With an idempotency_key, a retried launch in the same workspace with the same arguments gives the run the
+    first one created, as `replayed`; other arguments are IdempotencyKeyReused; a key is forgotten
+    IDEMPOTENCY_KEY_HOURS after use.
     """
     idempotency_key = clean_idempotency_key(idempotency_key)
     fingerprint = ""
@@ -434,7 +455,7 @@ def launch_run(
         )  # fmt: skip
         existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is not None:
-            return existing
+            return Launched(existing, replayed=True)
 
     model = clean_model(model)
     fields = {
@@ -474,7 +495,7 @@ def launch_run(
                 **fields,
             )
             if outcome is not None:
-                from judge.models import Outcome
+                from judge.models import Outcome  # noqa: PLC0415 (lazy: runs must not import judge at load; issue 18 item 2)
 
                 Outcome.objects.create(run=run, **outcome)
             if profile.deprecated:
@@ -487,6 +508,5 @@ def launch_run(
         existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is None:
             raise
-        return existing
-    run._idempotent_replay = False
-    return run
+        return Launched(existing, replayed=True)
+    return Launched(run, replayed=False)

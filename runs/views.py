@@ -19,19 +19,18 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from agent_platform.access import current_workspace
+from agent_platform.errors import ServiceError
 from agent_platform.models import ModelRequest, workspaces_of
 
 from .agent import profiles
 from .agent.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
 from .agent.tracing import has_trace
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
-from .launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, LaunchError, launch_run, same_schema
+from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
 from .models import Event, Run, Session
 from .screenshots import content_type, storage_path
 
 PAGE_SIZE = 50
-# The launch form answers a refused launch with the status the API would give it.
-LAUNCH_ERROR_STATUS = {"invalid_request": 400, "conflict": 409, "not_found": 404, "service_unavailable": 503}
 # Event types the timeline draws in their own way; any other type is shown with its raw data.
 KNOWN_TYPES = frozenset(
     {
@@ -526,7 +525,7 @@ def run_rejudge(request, run_id: str):
     run = run_for_user(request.user, run_id)
     try:
         request_rejudge(run, judge_context=judge_context_from(request.POST), requested_by=request.user)
-    except LaunchError as error:
+    except ServiceError as error:
         messages.error(request, error.message)
     else:
         messages.success(request, "A new judgment was requested; it appears here when the judge is done.")
@@ -577,11 +576,11 @@ def run_new(request):
     error = None
     if request.method == "POST":
         try:
-            run = launch_run(workspace, created_by=request.user, **launch_arguments(request.POST))
-        except LaunchError as launch_error:
+            launched = launch_run(workspace, created_by=request.user, **launch_arguments(request.POST))
+        except ServiceError as launch_error:
             error = launch_error
         else:
-            return redirect("runs:detail", run.public_id)
+            return redirect("runs:detail", launched.run.public_id)
     if request.method == "POST":
         values, judge_context = request.POST, judge_context_from(request.POST)
     else:
@@ -600,7 +599,7 @@ def run_new(request):
             "error": error,
             "judge_context": judge_context + [""] * (len(JUDGE_CONTEXT_SLOTS) - len(judge_context)),
             "demo_tasks": demo_tasks(request),
-            "max_turns_default": MAX_TURNS_DEFAULT,
+            "max_turns_default": settings.RUN_DEFAULT_MAX_TURNS,
             "default_model": settings.DEFAULT_MODEL,
             "models": models,
             "models_unavailable": models_unavailable,
@@ -618,7 +617,8 @@ def run_new(request):
                 "models": models,
             },
         },
-        status=LAUNCH_ERROR_STATUS.get(error.type, 400) if error else 200,
+        # A refused launch answers with the status the API would give it.
+        status=error.status if error else 200,
     )
 
 

@@ -2,8 +2,9 @@
 
 import pytest
 
+from agent_platform.errors import ServiceError
 from judge.models import Outcome
-from runs.launch import LaunchError, launch_run, schema_lint
+from runs.launch import launch_run, schema_lint
 from runs.models import Run, Session
 from tests.factories import make_session
 
@@ -12,7 +13,7 @@ SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "require
 
 def test_launch_creates_a_session_and_a_queued_run_with_defaults(acme, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        run = launch_run(acme, task="  Find the price of the red mug.  ", output_schema=SCHEMA)
+        run = launch_run(acme, task="  Find the price of the red mug.  ", output_schema=SCHEMA).run
     assert run.status == Run.Status.QUEUED
     assert run.task == "Find the price of the red mug."
     assert run.max_turns == 30
@@ -23,38 +24,38 @@ def test_launch_creates_a_session_and_a_queued_run_with_defaults(acme, django_ca
 
 
 def test_launch_with_outcome_creates_the_outcome_in_the_same_transaction(acme):
-    run = launch_run(acme, task="t", outcome={"description": "A report", "rubric": "- lists prices"})
+    run = launch_run(acme, task="t", outcome={"description": "A report", "rubric": "- lists prices"}).run
     outcome = Outcome.objects.get(run=run)
     assert (outcome.description, outcome.max_iterations) == ("A report", 3)
 
 
 def test_follow_up_inherits_the_session_schema(acme):
-    first = launch_run(acme, task="t", output_schema=SCHEMA)
-    follow_up = launch_run(acme, task="next", session_id=first.session.public_id)
+    first = launch_run(acme, task="t", output_schema=SCHEMA).run
+    follow_up = launch_run(acme, task="next", session_id=first.session.public_id).run
     assert follow_up.session_id == first.session_id
     assert follow_up.session.output_schema == SCHEMA
 
 
 def test_follow_up_with_other_schema_is_conflict_in_the_service(acme):
-    first = launch_run(acme, task="t", output_schema=SCHEMA)
-    with pytest.raises(LaunchError) as caught:
+    first = launch_run(acme, task="t", output_schema=SCHEMA).run
+    with pytest.raises(ServiceError) as caught:
         launch_run(acme, task="t", session_id=first.session.public_id, output_schema={"type": "object"})
-    assert caught.value.type == "conflict"
+    assert caught.value.code == "conflict"
     assert caught.value.field == "output_schema"
     assert Run.objects.count() == 1
 
 
 def test_another_workspace_session_is_not_found_in_the_service(acme, umbrella):
     theirs = make_session(umbrella)
-    with pytest.raises(LaunchError) as caught:
+    with pytest.raises(ServiceError) as caught:
         launch_run(acme, task="t", session_id=theirs.public_id)
-    assert caught.value.type == "not_found"
+    assert caught.value.code == "not_found"
 
 
 def test_a_refused_launch_creates_nothing(acme):
-    with pytest.raises(LaunchError) as caught:
+    with pytest.raises(ServiceError) as caught:
         launch_run(acme, task="t", output_schema={"type": "object", "properties": {"a": {"$ref": "#/x"}}})
-    assert caught.value.type == "invalid_request"
+    assert caught.value.code == "invalid_request"
     assert "$ref" in caught.value.message and "$.properties.a.$ref" in caught.value.message
     assert not Session.objects.exists() and not Run.objects.exists()
 
@@ -62,7 +63,7 @@ def test_a_refused_launch_creates_nothing(acme):
 def test_idempotency_key_returns_the_same_run(acme):
     first = launch_run(acme, task="t", idempotency_key="abc-1")
     again = launch_run(acme, task="t", idempotency_key="abc-1")
-    assert again.pk == first.pk and again._idempotent_replay
+    assert again.run.pk == first.run.pk and again.replayed and not first.replayed
     assert Run.objects.count() == 1
 
 
@@ -91,7 +92,7 @@ def test_concurrent_launches_with_one_idempotency_key_create_one_run(monkeypatch
     def attempt(_):
         try:
             start.wait()
-            return launch_run(acme, task="t", idempotency_key="race-1").public_id
+            return launch_run(acme, task="t", idempotency_key="race-1").run.public_id
         finally:
             connection.close()
 

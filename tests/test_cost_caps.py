@@ -4,33 +4,34 @@ from decimal import Decimal
 
 import pytest
 
-from runs.launch import LaunchError, launch_run
+from agent_platform.errors import ServiceError
+from runs.launch import launch_run
 from runs.models import Run
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_run_gets_five_dollars_out_of_the_box(acme):
-    run = launch_run(acme, task="t")
+    run = launch_run(acme, task="t").run
     assert run.max_cost_usd == Decimal(5)
 
 
 def test_a_run_gets_its_workspaces_default_cap(acme):
     acme.default_max_cost_usd = Decimal("0.75")
     acme.save()
-    assert launch_run(acme, task="t").max_cost_usd == Decimal("0.75")
+    assert launch_run(acme, task="t").run.max_cost_usd == Decimal("0.75")
 
 
 @pytest.mark.parametrize("given, stored", [(0.05, "0.05"), (2, "2"), ("0.1234", "0.1234"), (10_000, "10000")])
 def test_a_launch_names_its_own_cap(acme, given, stored):
-    assert launch_run(acme, task="t", max_cost_usd=given).max_cost_usd == Decimal(stored)
+    assert launch_run(acme, task="t", max_cost_usd=given).run.max_cost_usd == Decimal(stored)
 
 
 @pytest.mark.parametrize("given", [0, -1, "abc", True, 10_001, "0.00001", "NaN", [1], "Infinity"])
 def test_a_cap_that_is_not_a_positive_amount_is_refused_naming_the_field(acme, given):
-    with pytest.raises(LaunchError) as caught:
+    with pytest.raises(ServiceError) as caught:
         launch_run(acme, task="t", max_cost_usd=given)
-    assert caught.value.type == "invalid_request"
+    assert caught.value.code == "invalid_request"
     assert caught.value.field == "max_cost_usd"
     assert Run.objects.count() == 0
 

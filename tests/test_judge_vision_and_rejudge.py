@@ -7,11 +7,11 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 
 from agent_platform import ids
+from agent_platform.errors import ServiceError
 from agent_platform.models import ModelRequest
 from judge.models import Judgment
 from judge.services import request_rejudge
 from runs.agent.model import model_profile
-from runs.launch import LaunchError
 from runs.lifecycle import mark_started
 from runs.models import Event, Run
 from runs.screenshots import save_screenshot
@@ -122,14 +122,14 @@ def test_rejudging_keeps_every_judgment_latest_first_each_billed_as_judge(
 def test_rejudge_refuses_too_many_or_too_long_statements(acme, alice):
     run = finished_run(acme, judge=False)
 
-    with pytest.raises(LaunchError) as too_many:
+    with pytest.raises(ServiceError) as too_many:
         request_rejudge(run, judge_context=[f"statement {n}" for n in range(9)], requested_by=alice)
-    with pytest.raises(LaunchError) as too_long:
+    with pytest.raises(ServiceError) as too_long:
         request_rejudge(run, judge_context=["ok", "x" * 501], requested_by=alice)
 
-    assert (too_many.value.type, too_many.value.field) == ("invalid_request", "judge_context")
+    assert (too_many.value.code, too_many.value.field) == ("invalid_request", "judge_context")
     assert "at most 8" in too_many.value.message
-    assert (too_long.value.type, too_long.value.field) == ("invalid_request", "judge_context[1]")
+    assert (too_long.value.code, too_long.value.field) == ("invalid_request", "judge_context[1]")
     assert "the limit is 500" in too_long.value.message
 
 
@@ -138,10 +138,10 @@ def test_rejudge_refuses_a_run_that_has_not_finished(acme, alice):
     run = make_run(acme, judge=True)
     mark_started(run, "tests")
 
-    with pytest.raises(LaunchError) as refused:
+    with pytest.raises(ServiceError) as refused:
         request_rejudge(run, judge_context=[], requested_by=alice)
 
-    assert refused.value.type == "conflict"
+    assert refused.value.code == "conflict"
     assert "only a finished run can be judged again" in refused.value.message
     assert not Judgment.objects.filter(run=run).exists()
 

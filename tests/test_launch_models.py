@@ -7,9 +7,10 @@ import socket
 import pytest
 from django.test import override_settings
 
+from agent_platform.errors import ServiceError
 from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
 from runs.agent import profiles
-from runs.launch import LaunchError, launch_run
+from runs.launch import launch_run
 from runs.models import Event, Run
 from tests.factories import make_run
 
@@ -78,7 +79,7 @@ def test_a_deprecated_model_is_launched_with_a_warning_event_and_a_badge(api, al
 
 def test_an_active_model_has_no_warning(acme, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        run = launch_run(acme, task="Look around.", model="claude-opus-5-5")
+        run = launch_run(acme, task="Look around.", model="claude-opus-5-5").run
 
     assert not Event.objects.filter(run=run).exists()
 
@@ -166,7 +167,7 @@ def test_the_schema_lint_warns_of_the_conflict_on_a_schema_less_session(alice_cl
 
 
 def test_a_launch_error_names_the_model_field_for_the_form(acme):
-    with pytest.raises(LaunchError) as raised:
+    with pytest.raises(ServiceError) as raised:
         launch_run(acme, task="x", model="claude-3-opus-20240229")
 
     assert raised.value.field == "model"

@@ -69,7 +69,7 @@ def test_two_revisions_then_satisfied_in_the_same_browser(
         task="Go to the second page and report it.",
         start_url=f"{site}/index.html",
         outcome={"description": "A report of the second page", "rubric": RUBRIC, "max_iterations": 3},
-    )
+    ).run
     finished(run)
 
     assert (run.status, run.success) == (Run.Status.SUCCEEDED, True)
@@ -110,7 +110,7 @@ def test_max_iterations_reached_allows_one_acknowledgment_turn(
         task="Report the page.",
         start_url=f"{site}/second.html",
         outcome={"description": "A report", "rubric": RUBRIC, "max_iterations": 2},
-    )
+    ).run
     finished(run)
 
     assert cycles(run) == [(0, "needs_revision"), (1, "max_iterations_reached")]
@@ -144,7 +144,7 @@ def test_a_cancel_during_the_evaluation_interrupts_it_and_no_cycle_follows(
         task="Report the page.",
         start_url=f"{site}/second.html",
         outcome={"description": "A report", "rubric": RUBRIC, "max_iterations": 3},
-    )
+    ).run
     holder["run"] = run
     finished(run)
 
@@ -166,7 +166,7 @@ def test_judge_context_reaches_the_judge_and_never_the_agent(
         start_url=f"{site}/index.html",
         judge=True,
         judge_context=[secret],
-    )
+    ).run
     finished(run)
     wait_for(lambda: Judgment.objects.filter(run=run).exists(), message="the judgment")
 
@@ -195,7 +195,7 @@ def test_a_judged_run_on_sonnet_5_5_succeeds_and_is_judged_with_no_forced_tool(
         start_url=f"{site}/index.html",
         model="claude-sonnet-5-5",
         judge=True,
-    )
+    ).run
     finished(run)
     wait_for(lambda: Judgment.objects.filter(run=run).exists(), message="the judgment")
 

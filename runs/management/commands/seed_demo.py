@@ -23,5 +23,5 @@ class Command(BaseCommand):
         owner = Membership.objects.filter(workspace=found, role=Membership.Role.OWNER).select_related("user").first()
         for preset in demo_tasks(base_url):
             arguments = {key: value for key, value in preset.items() if key != "label"}
-            run = launch_run(found, created_by=owner.user if owner else None, **arguments)
+            run = launch_run(found, created_by=owner.user if owner else None, **arguments).run
             self.stdout.write(f"Demo run {run.public_id}: {preset['label']}")
