@@ -5,6 +5,7 @@ import base64
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -292,11 +293,18 @@ def with_retry_note(params: dict[str, Any], problem: str, tool: str) -> dict[str
     return {**params, "messages": [{**message, "content": [*message["content"], note]}]}
 
 
-def ask_for_answer(
-    run: Run, params: dict[str, Any], tool: str, parse: ParseAnswer
-) -> tuple[dict[str, Any] | None, str, list[Any]]:
-    """Ask once, and once more if the answer is unusable; returns (answer or None, problem, messages received).
-    ModelUnavailable propagates: the SDK already retried."""
+@dataclass(frozen=True)
+class Reading:
+    """What asking the judge or the grader gave: its answer (None when it was unusable twice), why the last one was
+    unusable, and every reply received (their usage is the cycle's)."""
+
+    answer: dict[str, Any] | None
+    problem: str
+    replies: tuple[Any, ...]
+
+
+def ask_for_answer(run: Run, params: dict[str, Any], tool: str, parse: ParseAnswer) -> Reading:
+    """Ask once, and once more if the answer is unusable. ModelUnavailable propagates: the SDK already retried."""
     received: list[Any] = []
     answer, problem = None, ""
     for attempt in range(2):
@@ -307,7 +315,7 @@ def ask_for_answer(
         if answer is not None:
             break
         log.warning("%s answer for %s unusable (attempt %d): %s", tool, run.public_id, attempt + 1, problem)
-    return answer, problem, received
+    return Reading(answer, problem, tuple(received))
 
 
 def judge(
@@ -323,7 +331,8 @@ def judge(
     model = model or settings.JUDGE_MODEL
     params = judge_request(run, context, model)
     try:
-        answer, problem, _ = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)
+        reading = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)
+        answer, problem = reading.answer, reading.problem
     except ModelUnavailable as error:
         answer = {
             "verdict": Judgment.Verdict.UNCERTAIN,

@@ -3,6 +3,7 @@ between a span.outcome_evaluation_start and a span.outcome_evaluation_end event.
 
 import json
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -64,7 +65,7 @@ def parse_evaluation(message: Any) -> tuple[dict[str, Any] | None, str]:
     return answer, ""
 
 
-def usage_of(messages: list[Any]) -> dict[str, Any]:
+def usage_of(messages: Iterable[Any]) -> dict[str, Any]:
     """The spec's usage object, summed over the grader's requests of this cycle (one, or two after a retry)."""
     tokens = dict.fromkeys(TOKEN_COUNTS, 0)
     speed: str | None = None
@@ -108,14 +109,15 @@ def evaluate(
             processed_at=started_at,
         )
 
-    received: list[Any] = []
+    replies: tuple[Any, ...] = ()
     if cancel_requested(run):
         result, explanation = Result.INTERRUPTED, "The operator interrupted the run before the evaluation ran."
     else:
         try:
-            answer, problem, received = ask_for_answer(
+            reading = ask_for_answer(
                 run, grader_request(run, outcome, iteration, final_view, done), prompts.GRADER_TOOL, parse_evaluation
             )
+            answer, problem, replies = reading.answer, reading.problem, reading.replies
         except ModelUnavailable as error:
             answer, problem = None, f"the grader model was unavailable: {error}"
         if cancel_requested(run):
@@ -127,7 +129,7 @@ def evaluate(
             if result == Result.NEEDS_REVISION and iteration + 1 >= outcome.max_iterations:
                 result = Result.MAX_ITERATIONS_REACHED
 
-    usage = usage_of(received)
+    usage = usage_of(replies)
     end_id = ids.event_id()
     finished_at = timezone.now()
     with transaction.atomic():

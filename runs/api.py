@@ -4,8 +4,9 @@ import base64
 import binascii
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from django.conf import settings
 from django.db.models import Count, Model, OuterRef, Prefetch, Q, QuerySet, Subquery
@@ -337,7 +338,16 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         raise InvalidRequest.of_field("cursor", "not a cursor this API returned.") from None
 
 
-def paginate(queryset: QuerySet[Paged], cursor: str | None, limit: int) -> tuple[list[Paged], str | None, bool]:
+@dataclass(frozen=True)
+class Page(Generic[Paged]):
+    """A page of rows, newest first, with the cursor of the next page (None on the last)."""
+
+    rows: list[Paged]
+    next_cursor: str | None
+    has_more: bool
+
+
+def paginate(queryset: QuerySet[Paged], cursor: str | None, limit: int) -> Page[Paged]:
     """A page of a queryset ordered newest first by (created_at, id), with the cursor of the next page."""
     queryset = queryset.order_by("-created_at", "-id")
     if cursor:
@@ -346,7 +356,7 @@ def paginate(queryset: QuerySet[Paged], cursor: str | None, limit: int) -> tuple
     rows = list(queryset[: limit + 1])
     has_more = len(rows) > limit
     rows = rows[:limit]
-    return rows, (encode_cursor(rows[-1]) if has_more else None), has_more
+    return Page(rows, encode_cursor(rows[-1]) if has_more else None, has_more)
 
 
 def check_public_id(value: str | None, field: str) -> None:
@@ -405,8 +415,8 @@ def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> dict[str, Any]
         runs = runs.filter(created_at__gt=created_after)
     if created_before := utc_instant(filters.created_before, "created_before"):
         runs = runs.filter(created_at__lt=created_before)
-    rows, next_cursor, has_more = paginate(runs, filters.cursor, filters.limit)
-    return {"runs": [run_out(run) for run in rows], "next_cursor": next_cursor, "has_more": has_more}
+    page = paginate(runs, filters.cursor, filters.limit)
+    return {"runs": [run_out(run) for run in page.rows], "next_cursor": page.next_cursor, "has_more": page.has_more}
 
 
 @router.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, tags=["runs"], summary="A run")
@@ -499,11 +509,11 @@ class SessionFilters(Schema):
 @router.get("/sessions", response={200: SessionListOut, **ERRORS}, tags=["sessions"], summary="List sessions")
 def list_sessions(request: ApiRequest, filters: Query[SessionFilters]) -> dict[str, Any]:
     sessions = Session.objects.for_workspace(request.workspace).annotate(run_count=Count("runs"))
-    rows, next_cursor, has_more = paginate(sessions, filters.cursor, filters.limit)
+    page = paginate(sessions, filters.cursor, filters.limit)
     return {
-        "sessions": [session_out(session, session.run_count) for session in rows],
-        "next_cursor": next_cursor,
-        "has_more": has_more,
+        "sessions": [session_out(session, session.run_count) for session in page.rows],
+        "next_cursor": page.next_cursor,
+        "has_more": page.has_more,
     }
 
 
