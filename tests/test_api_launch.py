@@ -23,6 +23,12 @@ def test_launch_creates_a_session_and_a_queued_run_with_defaults(acme, django_ca
     assert len(callbacks) == 1, "the run is enqueued once, on commit"
 
 
+def test_the_default_of_max_turns_is_the_setting(acme, settings):
+    settings.RUN_DEFAULT_MAX_TURNS = 12
+    assert launch_run(acme, task="t").run.max_turns == 12
+    assert launch_run(acme, task="t", max_turns=40).run.max_turns == 40
+
+
 def test_launch_with_outcome_creates_the_outcome_in_the_same_transaction(acme):
     run = launch_run(acme, task="t", outcome={"description": "A report", "rubric": "- lists prices"}).run
     outcome = Outcome.objects.get(run=run)
