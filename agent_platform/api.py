@@ -35,27 +35,6 @@ class ApiRequest(HttpRequest):
     api_key: ApiKey
 
 
-class ApiError(ServiceError):
-    """Transitional (issue 18): the old string-typed API error, now a ServiceError; being replaced by the classes of
-    agent_platform.errors."""
-
-    status_by_type = {
-        "invalid_request": 400,
-        "authentication_error": 401,
-        "permission_error": 403,
-        "not_found": 404,
-        "conflict": 409,
-        "rate_limited": 429,
-        "service_unavailable": 503,
-    }
-
-    def __init__(self, type: str, message: str, detail: Any = None, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message, detail=detail, headers=headers)
-        self.type = type
-        self.code = type  # type: ignore[misc]  # transitional
-        self.status = self.status_by_type[type]  # type: ignore[misc]  # transitional
-
-
 class KeyRateThrottle(AuthRateThrottle):
     """Requests per minute per API key, counted in the shared cache (Redis) so the limit holds across processes."""
 

@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from agent_platform.errors import Conflict, InvalidRequest, NotFound, ServiceError, ServiceUnavailable
+from agent_platform.errors import Conflict, InvalidRequest, NotFound, ServiceUnavailable
 from agent_platform.models import Workspace
 
 from .agent import profiles
@@ -63,17 +63,6 @@ class Launched:
 
     run: Run
     replayed: bool
-
-
-class LaunchError(ServiceError):
-    """Transitional (issue 18): the old string-kinded launch error, now a ServiceError; being replaced by the classes
-    of agent_platform.errors."""
-
-    def __init__(self, type: str, message: str, *, field: str | None = None, detail: Any = None) -> None:
-        super().__init__(message, field=field, detail=detail)
-        self.type = type  # invalid_request | conflict | not_found | service_unavailable
-        self.code = type  # type: ignore[misc]  # transitional: the class of agent_platform.errors will carry these
-        self.status = {"invalid_request": 400, "not_found": 404, "conflict": 409, "service_unavailable": 503}[type]  # type: ignore[misc]  # transitional
 
 
 def invalid(field: str, message: str, detail: Any = None) -> InvalidRequest:
