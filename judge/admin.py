@@ -26,7 +26,8 @@ class JudgedRunAnnotations(CountedSignals):
     latest_verdict: str | None
 
 
-# django-stubs types the admin classes as generic over their model; at runtime they are not subscriptable.
+# For the type checker only: a run of the judged list, and the admin classes django-stubs makes generic over their
+# model (at runtime they are not subscriptable).
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 

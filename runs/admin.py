@@ -188,8 +188,8 @@ class CostFilter(admin.SimpleListFilter):
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    # One compact column per concern (the outcome, the signals, the judge, the money), so the list fits a laptop
-    # screen with every signal shown; each signal keeps its own filter on the right.
+    # One compact column per concern (the outcome, the signals, the money; judge/admin.py adds the judge's), so the
+    # list fits a laptop screen with every signal shown; each signal keeps its own filter on the right.
     list_display = [
         "public_id",
         "task_excerpt",
