@@ -1,19 +1,39 @@
-"""Admin for sessions, runs and events: runs show their signals, latest judge verdict, requests and cost."""
+"""Admin for sessions, runs and events: runs show their signals, requests and cost. (The judge app's admin extends the
+run admin with the latest judge verdict, judge/admin.py: runs never imports judge.)"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib import admin
-from django.db.models import F, IntegerField, OuterRef, Q, Subquery
+from django.db.models import F, IntegerField, Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
+from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
-
-from judge.models import Judgment
 
 from .models import Event, Run, Session
 
 # Signals the runtime counts (Run.signals JSON), as integer annotations so the changelist can sort by them.
 COUNTED_SIGNALS = ["turns", "budget_notices", "loop_nudges", "stagnation_nudges"]
+
+
+class CountedSignals(TypedDict):
+    """The annotations RunAdmin.get_queryset adds to each run: signal_<name> for each of COUNTED_SIGNALS."""
+
+    signal_turns: int | None
+    signal_budget_notices: int | None
+    signal_loop_nudges: int | None
+    signal_stagnation_nudges: int | None
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    # A run of the admin's list, with its counted signals.
+    AdminRun = WithAnnotations[Run, CountedSignals]
 
 
 @admin.register(Session)
@@ -28,7 +48,7 @@ class VerdictTurnFilter(admin.SimpleListFilter):
     title = "verdict turn"
     parameter_name = "verdict_turn"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [
             ("none", "none (not needed)"),
             ("cap", "cap (max turns)"),
@@ -37,7 +57,7 @@ class VerdictTurnFilter(admin.SimpleListFilter):
             ("unrecorded", "not recorded"),
         ]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AdminRun]) -> QuerySet[AdminRun]:
         if self.value() == "unrecorded":
             return queryset.exclude(signals__has_key="verdict_turn")
         if self.value():
@@ -49,10 +69,10 @@ class VerdictFollowedFilter(admin.SimpleListFilter):
     title = "verdict followed"
     parameter_name = "verdict_followed"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("yes", "yes"), ("no", "no"), ("unrecorded", "not recorded")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AdminRun]) -> QuerySet[AdminRun]:
         if self.value() == "yes":
             return queryset.filter(signals__verdict_followed=True)
         if self.value() == "no":
@@ -67,10 +87,10 @@ class SignalCountFilter(admin.SimpleListFilter):
 
     signal = ""
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("any", "fired"), ("none", "never")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AdminRun]) -> QuerySet[AdminRun]:
         fired = Q(**{f"signal_{self.signal}__gt": 0})
         if self.value() == "any":
             return queryset.filter(fired)
@@ -101,10 +121,10 @@ class FailuresMaxFilter(admin.SimpleListFilter):
     title = "failure budget reached"
     parameter_name = "failures_max"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("yes", "yes"), ("no", "no")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AdminRun]) -> QuerySet[AdminRun]:
         if self.value() == "yes":
             return queryset.filter(signals__failures_max=True)
         if self.value() == "no":
@@ -116,10 +136,10 @@ class TurnsFilter(admin.SimpleListFilter):
     title = "turns"
     parameter_name = "turns"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("all", "all turns used"), ("some", "fewer than max_turns"), ("unrecorded", "not recorded")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AdminRun]) -> QuerySet[AdminRun]:
         if self.value() == "all":
             return queryset.filter(signal_turns__gte=F("max_turns"))
         if self.value() == "some":
@@ -129,33 +149,18 @@ class TurnsFilter(admin.SimpleListFilter):
         return queryset
 
 
-class JudgeVerdictFilter(admin.SimpleListFilter):
-    title = "judge verdict (latest)"
-    parameter_name = "judge_verdict"
-
-    def lookups(self, request, model_admin):
-        return [*Judgment.Verdict.choices, ("unjudged", "not judged")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "unjudged":
-            return queryset.filter(latest_verdict__isnull=True)
-        if self.value() in Judgment.Verdict.values:
-            return queryset.filter(latest_verdict=self.value())
-        return queryset
-
-
 class RequestsFilter(admin.SimpleListFilter):
     title = "model requests"
     parameter_name = "requests"
     BUCKETS = {"0": (0, 0), "1-10": (1, 10), "11-50": (11, 50), "51+": (51, None)}
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [(key, key) for key in self.BUCKETS]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AdminRun]) -> QuerySet[AdminRun]:
         if self.value() not in self.BUCKETS:
             return queryset
-        low, high = self.BUCKETS[self.value()]
+        low, high = self.BUCKETS[str(self.value())]
         queryset = queryset.filter(usage_requests__gte=low)
         return queryset if high is None else queryset.filter(usage_requests__lte=high)
 
@@ -170,28 +175,27 @@ class CostFilter(admin.SimpleListFilter):
         "over-1": ("1.00000001", None),
     }
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         return [("zero", "$0"), ("under-0.10", "under $0.10"), ("0.10-1", "$0.10 to $1"), ("over-1", "over $1")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AdminRun]) -> QuerySet[AdminRun]:
         if self.value() not in self.BUCKETS:
             return queryset
-        low, high = self.BUCKETS[self.value()]
+        low, high = self.BUCKETS[str(self.value())]
         queryset = queryset.filter(cost_usd__gte=low)
         return queryset if high is None else queryset.filter(cost_usd__lte=high)
 
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    # One compact column per concern (the outcome, the signals, the judge, the money), so the list fits a laptop
-    # screen with every signal shown; each signal keeps its own filter on the right.
+    # One compact column per concern (the outcome, the signals, the money; judge/admin.py adds the judge's), so the
+    # list fits a laptop screen with every signal shown; each signal keeps its own filter on the right.
     list_display = [
         "public_id",
         "task_excerpt",
         "ending",
         "turns",
         "signals_summary",
-        "judge_verdict",
         "usage_requests",
         "cost_usd",
         "created_at",
@@ -208,7 +212,6 @@ class RunAdmin(admin.ModelAdmin):
         LoopNudgesFilter,
         StagnationNudgesFilter,
         BudgetNoticesFilter,
-        JudgeVerdictFilter,
         RequestsFilter,
         CostFilter,
         "model",
@@ -263,23 +266,17 @@ class RunAdmin(admin.ModelAdmin):
         ),
     ]
 
-    def get_queryset(self, request):
-        latest_judgment = Judgment.objects.filter(run=OuterRef("pk")).order_by("-judged_at", "-id")
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AdminRun]:
         counted = {
             f"signal_{name}": Cast(KeyTextTransform(name, "signals"), IntegerField()) for name in COUNTED_SIGNALS
         }
-        # The latest verdict is a subquery in the one list query: no query per row however many runs are shown.
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(latest_verdict=Subquery(latest_judgment.values("verdict")[:1]), **counted)
-        )
+        return super().get_queryset(request).annotate(**counted)
 
     # Runs are written by the runtime; the admin reviews them and never edits one.
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
 
     @admin.display(description="task", ordering="task")
@@ -289,7 +286,7 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="outcome", ordering="status")
     def ending(self, obj: Run) -> str:
-        verdict = {True: "success", False: "failure"}.get(obj.success, "")
+        verdict = {True: "success", False: "failure", None: ""}[obj.success]
         parts = [obj.status, verdict, obj.error_code if obj.error_code != obj.status else ""]
         return " · ".join(part for part in parts if part)
 
@@ -323,7 +320,7 @@ class RunAdmin(admin.ModelAdmin):
         return value if isinstance(value, bool) else None
 
     @admin.display(description="turns", ordering="signal_turns")
-    def turns(self, obj: Run) -> str:
+    def turns(self, obj: AdminRun) -> str:
         used = obj.signal_turns
         allowed = (
             (obj.signals or {}).get("max_turns", obj.max_turns) if isinstance(obj.signals, dict) else obj.max_turns
@@ -331,32 +328,30 @@ class RunAdmin(admin.ModelAdmin):
         return f"{'-' if used is None else used}/{allowed}"
 
     @admin.display(description="loop nudges", ordering="signal_loop_nudges")
-    def loop_nudges(self, obj: Run) -> int:
+    def loop_nudges(self, obj: AdminRun) -> int:
         return obj.signal_loop_nudges or 0
 
     @admin.display(description="stagnation nudges", ordering="signal_stagnation_nudges")
-    def stagnation_nudges(self, obj: Run) -> int:
+    def stagnation_nudges(self, obj: AdminRun) -> int:
         return obj.signal_stagnation_nudges or 0
 
     @admin.display(description="budget notices", ordering="signal_budget_notices")
-    def budget_notices(self, obj: Run) -> int:
+    def budget_notices(self, obj: AdminRun) -> int:
         return obj.signal_budget_notices or 0
 
-    @admin.display(description="judge", ordering="latest_verdict")
-    def judge_verdict(self, obj: Run) -> str:
-        return obj.latest_verdict or "-"
+    def related_links(self, obj: Run) -> list[tuple[str, str]]:
+        """The (url, label) pairs the links column shows; an admin extending this one adds its own after these."""
+        return [
+            (reverse("runs:detail", args=[obj.public_id]), "page"),
+            (f"{reverse('admin:runs_event_changelist')}?run__id__exact={obj.pk}", "events"),
+            (f"{reverse('admin:agent_platform_modelrequest_changelist')}?run__id__exact={obj.pk}", "requests"),
+        ]
 
     @admin.display(description="links")
     def links(self, obj: Run) -> str:
         if obj.pk is None:
             return "-"
-        return format_html(
-            '<a href="{}">page</a> · <a href="{}">events</a> · <a href="{}">requests</a> · <a href="{}">judgments</a>',
-            reverse("runs:detail", args=[obj.public_id]),
-            f"{reverse('admin:runs_event_changelist')}?run__id__exact={obj.pk}",
-            f"{reverse('admin:agent_platform_modelrequest_changelist')}?run__id__exact={obj.pk}",
-            f"{reverse('admin:judge_judgment_changelist')}?run__id__exact={obj.pk}",
-        )
+        return format_html_join(" · ", '<a href="{}">{}</a>', self.related_links(obj))
 
 
 @admin.register(Event)

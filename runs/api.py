@@ -1,4 +1,5 @@
-"""The runs API: launch, list, read, cancel and re-judge runs, read their events and judgments, and their sessions."""
+"""The runs API: launch, list, read and cancel runs, read their events, and their sessions. (Re-judging and the
+judgments list are the judge app's endpoints, in judge/api.py: runs never imports judge.)"""
 
 import base64
 import binascii
@@ -9,16 +10,15 @@ from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from django.conf import settings
-from django.db.models import Count, Model, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, Model, Q, QuerySet
 from django.http import HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, utc_instant
 from agent_platform.errors import InvalidRequest, NotFound
-from judge.models import Judgment, OutcomeEvaluation
-from judge.services import request_rejudge
 
+from .judging_hooks import latest_judge_verdict
 from .launch import launch_run
 from .lifecycle import request_cancel
 from .models import Event, Run, Session
@@ -93,14 +93,6 @@ class RunIn(Schema):
     )
 
 
-class RejudgeIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    judge_context: list[StrictStr] | None = Field(
-        None, description="Replaces the run's judge_context for this reading."
-    )
-
-
 class RunErrorOut(Schema):
     code: str
     message: str
@@ -121,15 +113,6 @@ class JudgmentOut(Schema):
     blocked: bool
     impossible: bool
     judged_at: str
-
-
-class JudgmentDetailOut(JudgmentOut):
-    judge_context: list[str]
-    model: str
-
-
-class JudgmentListOut(Schema):
-    judgments: list[JudgmentDetailOut]
 
 
 class EvaluationUsageOut(Schema):
@@ -231,10 +214,9 @@ def runs_of(request: ApiRequest) -> QuerySet[Run]:
     return (
         Run.objects.for_workspace(request.workspace)
         .select_related("session", "outcome")
-        .prefetch_related(
-            Prefetch("judgments", queryset=Judgment.objects.order_by("-judged_at", "-id")),
-            Prefetch("outcome__evaluations", queryset=OutcomeEvaluation.objects.order_by("iteration")),
-        )
+        # The relations judge's models declare on Run; their own orderings put the latest judgment first and the
+        # evaluation cycles in order.
+        .prefetch_related("judgments", "outcome__evaluations")
     )
 
 
@@ -306,10 +288,6 @@ def run_out(run: Run) -> dict[str, Any]:
         "started_at": run.started_at,
         "finished_at": run.finished_at,
     }
-
-
-def judgment_out(judgment: Judgment) -> dict[str, Any]:
-    return {**judgment.as_dict(), "judge_context": judgment.judge_context, "model": judgment.model}
 
 
 def reload(request: ApiRequest, run: Run) -> Run:
@@ -409,8 +387,7 @@ def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> dict[str, Any]
         check_public_id(filters.session_id, "session_id")
         runs = runs.filter(session__public_id=filters.session_id)
     if filters.verdict:
-        latest = Judgment.objects.filter(run=OuterRef("pk")).order_by("-judged_at", "-id").values("verdict")[:1]
-        runs = runs.annotate(latest_verdict=Subquery(latest)).filter(latest_verdict=filters.verdict)
+        runs = runs.annotate(latest_verdict=latest_judge_verdict()).filter(latest_verdict=filters.verdict)
     if created_after := utc_instant(filters.created_after, "created_after"):
         runs = runs.filter(created_at__gt=created_after)
     if created_before := utc_instant(filters.created_before, "created_before"):
@@ -438,22 +415,6 @@ def cancel_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
     return run_out(reload(request, run))
 
 
-@router.post(
-    "/runs/{run_id}/rejudge",
-    response={202: RunOut, 409: ErrorOut, **ERRORS},
-    tags=["runs"],
-    summary="Judge a finished run again",
-    description="Queues another judge reading, with judge_context replacing the run's if given. Every judgment "
-    "is kept; GET /runs/{id}/judgments lists them, latest first.",
-)
-def rejudge_run(request: ApiRequest, run_id: str, payload: RejudgeIn | None = None) -> Status[dict[str, Any]]:
-    run = find(runs_of(request), run_id, "run")
-    body = payload.model_dump(exclude_unset=True) if payload else {}
-    # Without judge_context the judge reads the run's own; an explicit list (even empty) replaces it.
-    request_rejudge(run, judge_context=body.get("judge_context"), requested_by=None)
-    return Status(202, run_out(reload(request, run)))
-
-
 class EventFilters(Schema):
     after: int = Field(0, ge=0, le=SEQ_MAX, description="Return events with seq greater than this.")
     limit: int = Field(EVENTS_DEFAULT, ge=1, le=EVENTS_MAX)
@@ -476,17 +437,6 @@ def list_events(request: ApiRequest, run_id: str, filters: Query[EventFilters]) 
         "next_after": events[-1].seq if events else filters.after,
         "has_more": has_more,
     }
-
-
-@router.get(
-    "/runs/{run_id}/judgments",
-    response={200: JudgmentListOut, **ERRORS},
-    tags=["runs"],
-    summary="Judgments, latest first",
-)
-def list_judgments(request: ApiRequest, run_id: str) -> dict[str, Any]:
-    run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
-    return {"judgments": [judgment_out(j) for j in run.judgments.order_by("-judged_at", "-id")]}
 
 
 # --- sessions ------------------------------------------------------------------------------------------------------

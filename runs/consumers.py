@@ -4,14 +4,18 @@ workspace's run changes."""
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.contrib.auth.base_user import AbstractBaseUser
 
 from agent_platform.access import SESSION_KEY
 from agent_platform.models import workspaces_of
 
+from .agent.live_view import amark_watched, live_group
 from .events import run_group, workspace_group
 from .models import Event, Run
 
@@ -23,7 +27,7 @@ CLOSE_NOT_FOUND = 4404
 BACKLOG_CHUNK = 500
 
 
-def _query_int(scope, name: str) -> int:
+def _query_int(scope: Mapping[str, Any], name: str) -> int:
     values = parse_qs(scope.get("query_string", b"").decode()).get(name)
     try:
         return max(0, int(values[0])) if values else 0
@@ -32,9 +36,9 @@ def _query_int(scope, name: str) -> int:
 
 
 @database_sync_to_async
-def _visible_run(user, run_id: str) -> tuple[int, str] | None:
+def _visible_run(user: AbstractBaseUser, run_id: str) -> tuple[int, str] | None:
     row = Run.objects.filter(public_id=run_id, workspace__in=workspaces_of(user)).values_list("pk", "public_id").first()
-    return tuple(row) if row else None
+    return (row[0], row[1]) if row else None
 
 
 @database_sync_to_async
@@ -45,7 +49,33 @@ def _events_between(run_pk: int, after: int, up_to: int | None) -> list[dict]:
     return [event.as_dict() for event in events[:BACKLOG_CHUNK]]
 
 
-class RunConsumer(AsyncJsonWebsocketConsumer):
+class SignedInConsumer(AsyncJsonWebsocketConsumer):
+    """A socket for signed-in operators: every socket here opens with the same checks, made once in these methods."""
+
+    async def accept_signed_in(self) -> AbstractBaseUser | None:
+        """Accept, then the signed-in user; an anonymous visitor's socket is closed (4401) and None returned.
+
+        Accept first so the close code reaches the browser; a refused handshake only shows as code 1006."""
+        user = self.scope.get("user")
+        await self.accept()
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return None
+        return user
+
+    async def accept_visible_run(self) -> tuple[int, str] | None:
+        """Accept, then the (pk, public_id) of the run the path names if the user may see it; otherwise the socket is
+        closed (4401 signed out, 4404 no such run, or another workspace's: never revealed to exist) and None returned."""
+        user = await self.accept_signed_in()
+        if user is None:
+            return None
+        found = await _visible_run(user, self.scope["url_route"]["kwargs"]["run_id"])
+        if found is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+        return found
+
+
+class RunConsumer(SignedInConsumer):
     """`ws/runs/<run_id>/?after=SEQ`: every event with seq > SEQ exactly once and in order, then live ones.
 
     Messages to the client: {"type": "event", "event": {id, seq, type, data, processed_at}} and, once the
@@ -53,17 +83,10 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     """
 
     async def connect(self) -> None:
-        self.run_pk = None
+        self.run_pk: int | None = None
         self.last_sent = _query_int(self.scope, "after")
-        user = self.scope.get("user")
-        # Accept first so the close code reaches the browser; a refused handshake only shows as code 1006.
-        await self.accept()
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
-        found = await _visible_run(user, self.scope["url_route"]["kwargs"]["run_id"])
+        found = await self.accept_visible_run()
         if found is None:
-            await self.close(code=CLOSE_NOT_FOUND)
             return
         self.run_pk, public_id = found
         self.group = run_group(public_id)
@@ -77,12 +100,13 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         if self.run_pk is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def receive_json(self, content, **kwargs) -> None:
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
         # Clients only listen; a ping keeps proxies from closing an idle socket.
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong", "last_seq": self.last_sent})
 
     async def send_from_database(self, up_to: int | None) -> None:
+        assert self.run_pk is not None  # only a socket that found its run reads events
         while True:
             events = await _events_between(self.run_pk, self.last_sent, up_to)
             for event in events:
@@ -112,7 +136,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
 
 
 @database_sync_to_async
-def _list_workspace(user, session, slug: str | None) -> int | None:
+def _list_workspace(user: AbstractBaseUser, session: Mapping[str, Any] | None, slug: str | None) -> int | None:
     workspaces = workspaces_of(user)
     if slug:
         workspace = workspaces.filter(slug=slug).first()
@@ -122,15 +146,13 @@ def _list_workspace(user, session, slug: str | None) -> int | None:
     return workspace.pk if workspace else None
 
 
-class RunsListConsumer(AsyncJsonWebsocketConsumer):
+class RunsListConsumer(SignedInConsumer):
     """`ws/runs/?workspace=SLUG`: {"type": "run.changed", "run_id": ...} whenever a row of the runs list changes."""
 
     async def connect(self) -> None:
-        self.group = None
-        user = self.scope.get("user")
-        await self.accept()
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+        self.group: str | None = None
+        user = await self.accept_signed_in()
+        if user is None:
             return
         slug = (parse_qs(self.scope.get("query_string", b"").decode()).get("workspace") or [None])[0]
         workspace_pk = await _list_workspace(user, self.scope.get("session"), slug)
@@ -145,7 +167,7 @@ class RunsListConsumer(AsyncJsonWebsocketConsumer):
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def receive_json(self, content, **kwargs) -> None:
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 
@@ -159,7 +181,7 @@ PRESENCE_REFRESH_SECONDS = 2
 FRAME_MAX_AGE_SECONDS = 1.5
 
 
-class LiveViewConsumer(AsyncJsonWebsocketConsumer):
+class LiveViewConsumer(SignedInConsumer):
     """`ws/runs/<run_id>/live/`: the live picture of the run's browser tab while this socket is open.
 
     Being connected is what makes the worker stream (a presence key it polls); frames are forwarded as
@@ -168,19 +190,11 @@ class LiveViewConsumer(AsyncJsonWebsocketConsumer):
     """
 
     async def connect(self) -> None:
-        self.group = None
-        self.presence = None
-        user = self.scope.get("user")
-        await self.accept()
-        if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
-            return
-        found = await _visible_run(user, self.scope["url_route"]["kwargs"]["run_id"])
+        self.group: str | None = None
+        self.presence: asyncio.Future[None] | None = None
+        found = await self.accept_visible_run()
         if found is None:
-            await self.close(code=CLOSE_NOT_FOUND)
             return
-        from .agent.live_view import live_group
-
         self.public_id = found[1]
         self.group = live_group(self.public_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -188,8 +202,6 @@ class LiveViewConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "watching"})
 
     async def keep_present(self) -> None:
-        from .agent.live_view import amark_watched
-
         while True:
             try:
                 await amark_watched(self.public_id)
@@ -204,7 +216,7 @@ class LiveViewConsumer(AsyncJsonWebsocketConsumer):
         if self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def receive_json(self, content, **kwargs) -> None:
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 

@@ -24,6 +24,7 @@ from .agent import profiles
 from .agent.schema import schema_problems, serialized_size
 from .events import emit
 from .lifecycle import finish
+from .judging_hooks import outcome_requested
 from .models import Run, Session
 from .secret_box import seal
 from .secrets import secrets_problem
@@ -484,9 +485,8 @@ def launch_run(
                 **fields,
             )
             if outcome is not None:
-                from judge.models import Outcome  # noqa: PLC0415 (lazy: runs must not import judge at load; issue 18 item 2)
-
-                Outcome.objects.create(run=run, **outcome)
+                # The judge app stores the rubric (runs never imports judge): in this transaction, before enqueueing.
+                outcome_requested.send(sender=Run, run=run, outcome=outcome)
             if profile.deprecated:
                 warn_deprecated_model(run, profile)
             transaction.on_commit(lambda: enqueue(run.pk))

@@ -14,7 +14,6 @@ urlpatterns = [
     path("runs/<str:run_id>/row/", views.run_row, name="row"),
     path("runs/<str:run_id>/summary/", views.run_summary, name="summary"),
     path("runs/<str:run_id>/cancel/", views.run_cancel, name="cancel"),
-    path("runs/<str:run_id>/rejudge/", views.run_rejudge, name="rejudge"),
     path("runs/<str:run_id>/screenshots/<str:name>", views.screenshot, name="screenshot"),
     path("runs/<str:run_id>/trace.zip", views.run_trace, name="trace"),
     path("sessions/", views.session_list, name="sessions"),

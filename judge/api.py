@@ -1,0 +1,70 @@
+"""The judge's endpoints under a run: judge a finished run again, and list its judgments. Mounted on the one API
+(agent_platform/api.py) beside the runs router, at the same paths and under the same tag and operation ids as when
+runs served them: judge builds on runs' API, runs never imports judge."""
+
+from typing import Any
+
+from ninja import Field, Router, Schema, Status
+from pydantic import ConfigDict, StrictStr
+
+from agent_platform.api import ApiRequest, ErrorOut
+from runs.api import ERRORS, JudgmentOut, RunOut, find, reload, run_out, runs_of
+from runs.models import Run
+
+from .models import Judgment
+from .services import request_rejudge
+
+router = Router()
+
+
+class RejudgeIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    judge_context: list[StrictStr] | None = Field(
+        None, description="Replaces the run's judge_context for this reading."
+    )
+
+
+class JudgmentDetailOut(JudgmentOut):
+    judge_context: list[str]
+    model: str
+
+
+class JudgmentListOut(Schema):
+    judgments: list[JudgmentDetailOut]
+
+
+def judgment_out(judgment: Judgment) -> dict[str, Any]:
+    return {**judgment.as_dict(), "judge_context": judgment.judge_context, "model": judgment.model}
+
+
+@router.post(
+    "/runs/{run_id}/rejudge",
+    response={202: RunOut, 409: ErrorOut, **ERRORS},
+    tags=["runs"],
+    summary="Judge a finished run again",
+    description="Queues another judge reading, with judge_context replacing the run's if given. Every judgment "
+    "is kept; GET /runs/{id}/judgments lists them, latest first.",
+    # The id the operation had when runs served it: API clients generated from the document keep their names.
+    operation_id="runs_api_rejudge_run",
+)
+def rejudge_run(request: ApiRequest, run_id: str, payload: RejudgeIn | None = None) -> Status[dict[str, Any]]:
+    run: Run = find(runs_of(request), run_id, "run")
+    body = payload.model_dump(exclude_unset=True) if payload else {}
+    # Without judge_context the judge reads the run's own; an explicit list (even empty) replaces it. A refusal is a
+    # service error, which the API's one handler answers.
+    request_rejudge(run, judge_context=body.get("judge_context"), requested_by=None)
+    return Status(202, run_out(reload(request, run)))
+
+
+@router.get(
+    "/runs/{run_id}/judgments",
+    response={200: JudgmentListOut, **ERRORS},
+    tags=["runs"],
+    summary="Judgments, latest first",
+    operation_id="runs_api_list_judgments",
+)
+def list_judgments(request: ApiRequest, run_id: str) -> dict[str, Any]:
+    run: Run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
+    judgments = Judgment.objects.filter(run=run).order_by("-judged_at", "-id")
+    return {"judgments": [judgment_out(judgment) for judgment in judgments]}
