@@ -4,10 +4,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Literal
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from .api import ERROR_RESPONSES, utc_instant
+from .api import ERROR_RESPONSES, ApiRequest, utc_instant
 from .models import ModelRequest
 from .reports import total_of, usage_by
 
@@ -59,7 +58,7 @@ def usage_row(row: dict) -> dict:
     tags=["usage"],
     summary="Usage and cost of the workspace's model requests",
 )
-def usage(request: HttpRequest, filters: Query[UsageFilters]):
+def usage(request: ApiRequest, filters: Query[UsageFilters]):
     requests = ModelRequest.objects.for_workspace(request.workspace)
     if start := utc_instant(filters.from_, "from"):
         requests = requests.filter(created_at__gte=start)

@@ -10,8 +10,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agent_platform.access import current_workspace
+from agent_platform.errors import InvalidRequest, ServiceError
 from judge.models import Judgment
-from runs.launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT, LaunchError
+from runs.launch import MAX_TURNS_DEFAULT, MAX_TURNS_LIMIT
 
 from . import reports, services, stats
 from .models import Batch, BatchConfig, Truth
@@ -79,7 +80,7 @@ def tasks_from_form(request) -> list[dict]:
             try:
                 item[name] = json.loads(text)
             except ValueError as error:
-                raise services.invalid(name, f"is not JSON: {error}") from None
+                raise InvalidRequest.of_field(name, f"is not JSON: {error}") from None
     return [item]
 
 
@@ -107,8 +108,8 @@ def batch_new(request):
                 pass_k=form_int(request.POST, "pass_k"),
                 created_by=request.user,
             )
-        except LaunchError as launch_error:
-            error = launch_error
+        except ServiceError as refusal:
+            error = refusal
         else:
             return redirect("evals:detail", batch.public_id)
     return render(
@@ -123,7 +124,7 @@ def batch_new(request):
             "max_turns_default": MAX_TURNS_DEFAULT,
             "max_turns_limit": MAX_TURNS_LIMIT,
         },
-        status=400 if error else 200,
+        status=error.status if error else 200,
     )
 
 
@@ -167,7 +168,7 @@ def batch_rejudge(request, batch_id: str):
             judge_model=request.POST.get("judge_model", "").strip() or None,
             requested_by=request.user,
         )
-    except LaunchError as error:
+    except ServiceError as error:
         messages.error(request, error.message)
         return redirect("evals:detail", batch.public_id)
     messages.success(request, f"Judging round {round_.number} started; its numbers fill in as the judge answers.")
@@ -226,7 +227,7 @@ def record_truth(request, judgment_id: str):
             note=request.POST.get("note", ""),
             recorded_by=request.user,
         )
-    except LaunchError as error:
+    except ServiceError as error:
         messages.error(request, error.message)
     else:
         messages.success(request, f"Truth recorded for {judgment.run.public_id}.")

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from agent_platform.errors import InvalidRequest
 from agent_platform.models import Workspace
-from runs.launch import invalid
 
 from . import signing
 from .models import Attempt, Delivery, Endpoint, EventType
@@ -32,11 +32,11 @@ ERROR_MAX_CHARS = 500
 
 def clean_events(events) -> list[str]:
     if not isinstance(events, list) or not events:
-        raise invalid("events", "must list at least one of run.finished, run.judged, batch.finished")
+        raise InvalidRequest.of_field("events", "must list at least one of run.finished, run.judged, batch.finished")
     cleaned = []
     for index, event in enumerate(events):
         if event not in EventType.values:
-            raise invalid(f"events[{index}]", "must be run.finished, run.judged or batch.finished")
+            raise InvalidRequest.of_field(f"events[{index}]", "must be run.finished, run.judged or batch.finished")
         if event not in cleaned:
             cleaned.append(event)
     return cleaned
@@ -45,16 +45,16 @@ def clean_events(events) -> list[str]:
 def create_endpoint(workspace: Workspace, *, url, events, created_by=None) -> Endpoint:
     """Add an endpoint; a URL the address policy refuses (internal addresses) is refused here, before any request."""
     if not isinstance(url, str) or not url.strip():
-        raise invalid("url", "is required")
+        raise InvalidRequest.of_field("url", "is required")
     url = url.strip()
     if len(url) > URL_MAX_CHARS:
-        raise invalid("url", f"is longer than {URL_MAX_CHARS} characters")
+        raise InvalidRequest.of_field("url", f"is longer than {URL_MAX_CHARS} characters")
     refusal = address_refusal(url)
     if refusal is not None:
-        raise invalid("url", f"is refused: {refusal}")
+        raise InvalidRequest.of_field("url", f"is refused: {refusal}")
     events = clean_events(events)
     if Endpoint.objects.for_workspace(workspace).count() >= ENDPOINTS_LIMIT:
-        raise invalid("url", f"a workspace has at most {ENDPOINTS_LIMIT} endpoints")
+        raise InvalidRequest.of_field("url", f"a workspace has at most {ENDPOINTS_LIMIT} endpoints")
     return Endpoint.objects.create(workspace=workspace, url=url, events=events, created_by=created_by)
 
 

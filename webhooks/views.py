@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agent_platform.access import current_workspace, is_owner
-from runs.launch import LaunchError
+from agent_platform.errors import ServiceError
 
 from . import services
 from .models import Delivery, Endpoint, EventType
@@ -31,7 +31,8 @@ def page(request, workspace, **extra):
         "can_manage": is_owner(request.user, workspace),
         **extra,
     }
-    response = render(request, "webhooks/settings.html", context, status=400 if extra.get("error") else 200)
+    error = extra.get("error")
+    response = render(request, "webhooks/settings.html", context, status=error.status if error else 200)
     response["Cache-Control"] = "no-store"
     return response
 
@@ -51,7 +52,7 @@ def endpoint_create(request):
         endpoint = services.create_endpoint(
             workspace, url=request.POST.get("url", ""), events=request.POST.getlist("events"), created_by=request.user
         )
-    except LaunchError as error:
+    except ServiceError as error:
         return page(request, workspace, error=error, values=request.POST)
     # The secret is shown on this response only.
     return page(request, workspace, new_endpoint=endpoint)
