@@ -4,8 +4,10 @@ import csv
 import io
 import json
 import logging
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -47,7 +49,7 @@ EFFORTS = {choice.value for choice in BatchConfig.Effort}
 # --- planning ------------------------------------------------------------------------------------------------------
 
 
-def clean_int(value, field: str, low: int, high: int, default: int) -> int:
+def clean_int(value: object, field: str, low: int, high: int, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
@@ -67,7 +69,7 @@ def nested_in(field: str, error: ServiceError) -> ServiceError:
     return nested
 
 
-def clean_batch_task(item, index: int) -> dict:
+def clean_batch_task(item: object, index: int) -> dict[str, Any]:
     field = f"tasks[{index}]"
     if not isinstance(item, dict):
         raise InvalidRequest.of_field(
@@ -90,7 +92,7 @@ def clean_batch_task(item, index: int) -> dict:
         raise nested_in(field, error) from None
 
 
-def clean_batch_config(item, index: int) -> dict:
+def clean_batch_config(item: object, index: int) -> dict[str, Any]:
     field = f"configs[{index}]"
     if not isinstance(item, dict):
         raise InvalidRequest.of_field(field, "must be an object {model, effort, max_turns}")
@@ -116,18 +118,19 @@ def clean_batch_config(item, index: int) -> dict:
 def create_batch(
     workspace: Workspace,
     *,
-    tasks: list[dict],
-    configs: list[dict] | None = None,
-    repeats: int | None = None,
-    concurrency: int | None = None,
-    judge: bool = True,
-    pass_k: int | None = None,
+    tasks: list[Any],
+    configs: list[Any] | None = None,
+    repeats: object = None,
+    concurrency: object = None,
+    judge: object = True,
+    pass_k: object = None,
     name: str = "",
-    created_by=None,
+    created_by: User | None = None,
 ) -> Batch:
     """Validate a suite and its configurations, plan every run, and launch as many as the concurrency allows.
 
-    Raises InvalidRequest naming the field, before anything is created.
+    Raises InvalidRequest naming the field, before anything is created. The numbers and `judge` are checked here
+    whatever a caller sends (the form sends text), hence typed `object`.
     """
     if not isinstance(tasks, list) or not tasks:
         raise InvalidRequest.of_field("tasks", "must be a non-empty list of tasks")
@@ -268,14 +271,16 @@ def cancel_batch(batch: Batch) -> Batch:
 # --- re-judging and truths -----------------------------------------------------------------------------------------
 
 
-def rejudge_batch(batch: Batch, *, judge_context=None, judge_model: str | None = None, requested_by=None) -> JudgeRound:
+def rejudge_batch(
+    batch: Batch, *, judge_context: object = None, judge_model: str | None = None, requested_by: User | None = None
+) -> JudgeRound:
     """Judge every finished run of the batch again (with this judge_context, None: each run's own) as a new round.
 
     The round records the judge model it asked for.
     Raises InvalidRequest for a bad judge_context or model, Conflict while runs are still going.
     """
     cleaned = None if judge_context is None else clean_judge_context(judge_context)
-    extra = {}
+    extra: dict[str, str] = {}
     if judge_model:
         extra["model"] = clean_model(judge_model)
     runs = list(Run.objects.filter(batch_item__batch=batch).finished())
@@ -295,7 +300,9 @@ def rejudge_batch(batch: Batch, *, judge_context=None, judge_model: str | None =
     return round_
 
 
-def record_truth(workspace: Workspace, judgment: Judgment, *, value: str, note: str = "", recorded_by=None) -> Truth:
+def record_truth(
+    workspace: Workspace, judgment: Judgment, *, value: str, note: str = "", recorded_by: User | None = None
+) -> Truth:
     """Record (or replace) what really happened in the judged run: agent_right, judge_right or both_wrong."""
     if value not in Truth.Value.values:
         raise InvalidRequest.of_field("truth", "must be agent_right, judge_right or both_wrong")
@@ -317,7 +324,7 @@ def record_truth(workspace: Workspace, judgment: Judgment, *, value: str, note: 
 # --- suites from files ---------------------------------------------------------------------------------------------
 
 
-def parse_suite(content: bytes, filename: str) -> list[dict]:
+def parse_suite(content: bytes, filename: str) -> list[Any]:
     """Tasks from a JSONL file (one object a line) or a CSV file (a header row; JSON in the object columns).
 
     Raises InvalidRequest naming the line.
@@ -343,13 +350,13 @@ def parse_suite(content: bytes, filename: str) -> list[dict]:
     return tasks
 
 
-def parse_csv_suite(text: str) -> list[dict]:
+def parse_csv_suite(text: str) -> list[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None or "task" not in reader.fieldnames:
         raise InvalidRequest.of_field("suite", "a CSV suite needs a header row with a 'task' column")
     tasks = []
     for number, row in enumerate(reader, start=2):
-        item: dict = {}
+        item: dict[str, Any] = {}
         for column, value in row.items():
             if column is None or value is None or value == "":
                 continue
