@@ -14,10 +14,9 @@ from .admin_billing import billing_view
 from .models import ApiKey, Membership, ModelRequest, Price, Workspace
 from .reports import usage_totals
 
+
 # ModelAdmin and TabularInline are generic in django-stubs but not at runtime (subscripting them there needs
 # django_stubs_ext, which is no dependency of the app), so the classes below subclass them bare.
-
-
 class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]  # generic in the stubs only
     model = Membership
     raw_id_fields = ["user"]
