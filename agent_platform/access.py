@@ -1,10 +1,17 @@
 """Who may see what in the web UI: a user reaches a workspace's objects only through a membership."""
 
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest
 
 from .models import Membership, Workspace, workspaces_of
 
 SESSION_KEY = "workspace_id"
+
+
+class OperatorRequest(HttpRequest):
+    """A request to an operator page behind login_required: its `user` is a signed-in user, never anonymous."""
+
+    user: User
 
 
 def current_workspace(request: HttpRequest) -> Workspace:
@@ -28,5 +35,5 @@ def choose_workspace(request: HttpRequest, slug: str) -> Workspace:
     return workspace
 
 
-def is_owner(user, workspace: Workspace) -> bool:
+def is_owner(user: User, workspace: Workspace) -> bool:
     return Membership.objects.filter(user=user, workspace=workspace, role=Membership.Role.OWNER).exists()

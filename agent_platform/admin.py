@@ -1,9 +1,13 @@
 """Admin for workspaces, members, API keys, prices, and model requests with their totals and the billing view."""
 
 from decimal import Decimal
+from typing import Any
 
 from django.contrib import admin
-from django.urls import path, reverse
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import SimpleTemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from .admin_billing import billing_view
@@ -11,14 +15,16 @@ from .models import ApiKey, Membership, ModelRequest, Price, Workspace
 from .reports import usage_totals
 
 
-class MembershipInline(admin.TabularInline):
+# ModelAdmin and TabularInline are generic in django-stubs but not at runtime (subscripting them there needs
+# django_stubs_ext, which is no dependency of the app), so the classes below subclass them bare.
+class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]  # generic in the stubs only
     model = Membership
     raw_id_fields = ["user"]
     extra = 0
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):
+class WorkspaceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ["name", "slug", "default_max_cost_usd", "monthly_cost_cap_usd", "extraction_model", "created_at"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
@@ -26,7 +32,7 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ["user", "workspace", "role", "created_at"]
     list_filter = ["role"]
     list_select_related = ["user", "workspace"]
@@ -34,7 +40,7 @@ class MembershipAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ["display", "name", "workspace", "created_at", "last_used_at", "expires_at", "revoked_at"]
     list_filter = ["workspace"]
     list_select_related = ["workspace"]
@@ -43,26 +49,28 @@ class ApiKeyAdmin(admin.ModelAdmin):
     readonly_fields = ["workspace", "prefix", "hashed_secret", "created_by", "created_at", "last_used_at"]
     actions = ["revoke"]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
     @admin.action(description="Revoke the selected keys")
-    def revoke(self, request, queryset):
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         for key in queryset:
             key.revoke()
 
 
-def dollars(value) -> str:
+def dollars(value: Decimal | None) -> str:
     """A price as people write it: $49.00, $0.30, $1.875 (cents always, more places only when they are used)."""
     if value is None:
         return "-"
     amount = Decimal(str(value))
-    places = max(2, -amount.normalize().as_tuple().exponent)
+    exponent = amount.normalize().as_tuple().exponent
+    # A finite amount's exponent is an int (the letters mark NaN and infinities, which prices never are).
+    places = max(2, -exponent) if isinstance(exponent, int) else 2
     return f"${amount:,.{places}f}"
 
 
 @admin.register(Price)
-class PriceAdmin(admin.ModelAdmin):
+class PriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = [
         "model",
         "speed",
@@ -99,7 +107,7 @@ class PriceAdmin(admin.ModelAdmin):
     def cache_read_price(self, obj: Price) -> str:
         return dollars(obj.cache_read_per_mtok)
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Price | None = None) -> list[str]:
         # A price some request was billed at is that request's history: change prices by adding a row with a later
         # valid_from, which applies from that moment on only.
         if obj is not None and ModelRequest.objects.filter(price=obj).exists():
@@ -108,7 +116,7 @@ class PriceAdmin(admin.ModelAdmin):
 
 
 @admin.register(ModelRequest)
-class ModelRequestAdmin(admin.ModelAdmin):
+class ModelRequestAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = [
         "created_at",
         "workspace",
@@ -131,15 +139,15 @@ class ModelRequestAdmin(admin.ModelAdmin):
     show_full_result_count = False
 
     # Requests are billing history written by the runtime; the admin reviews them and never edits them.
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: ModelRequest | None = None) -> bool:
         return False
 
     @admin.display(description="run", ordering="run__public_id")
     def run_link(self, obj: ModelRequest) -> str:
-        if obj.run_id is None:
+        if obj.run is None:
             return "-"
         url = reverse("admin:runs_run_change", args=[obj.run_id])
         return format_html('<a href="{}">{}</a>', url, obj.run.public_id)
@@ -153,18 +161,18 @@ class ModelRequestAdmin(admin.ModelAdmin):
             )
         return "yes"
 
-    def changelist_view(self, request, extra_context=None):
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
-        context = getattr(response, "context_data", None)
+        context = response.context_data if isinstance(response, SimpleTemplateResponse) else None
         # One aggregate over the filtered queryset (not the page): the totals follow every filter and search.
         if context is not None and "cl" in context:
             context["usage_totals"] = usage_totals(context["cl"].queryset)
             context["billing_url"] = reverse("admin:agent_platform_billing")
         return response
 
-    def billing_view(self, request):
+    def billing_view(self, request: HttpRequest) -> HttpResponse:
         return billing_view(request, self.admin_site)
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         billing = path("billing/", self.admin_site.admin_view(self.billing_view), name="agent_platform_billing")
         return [billing, *super().get_urls()]

@@ -3,6 +3,7 @@
 import csv
 from dataclasses import dataclass
 from datetime import date, datetime, time
+from typing import Any, TypedDict
 
 from django.contrib.admin import AdminSite
 from django.core.exceptions import PermissionDenied
@@ -18,13 +19,13 @@ SPLITS = {"": "nothing", "model": "model", "source": "source"}
 METRICS = ["requests", "input", "output", "cache_read", "cache_write", "total", "cost_usd", "unpriced"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class BillingFilters:
     workspace: Workspace | None
     month: date | None
     split: str
 
-    def apply(self, queryset: QuerySet) -> QuerySet:
+    def apply(self, queryset: QuerySet[ModelRequest]) -> QuerySet[ModelRequest]:
         if self.workspace is not None:
             queryset = queryset.filter(workspace=self.workspace)
         if self.month is not None:
@@ -52,42 +53,51 @@ def parse_filters(request: HttpRequest, workspaces: list[Workspace]) -> BillingF
     chosen = request.GET.get("workspace", "")
     workspace = next((ws for ws in workspaces if str(ws.pk) == chosen), None)
     month_text = request.GET.get("month")
+    month: date | None
     if month_text is None:
         month = timezone.localdate().replace(day=1)
     else:
         try:
-            month = datetime.strptime(month_text, "%Y-%m").date() if month_text else None
+            # Only the calendar month is kept, so the parsed value needs no time zone.
+            month = datetime.strptime(month_text, "%Y-%m").date() if month_text else None  # noqa: DTZ007
         except ValueError:
             month = None
     split = request.GET.get("split", "")
     return BillingFilters(workspace, month, split if split in SPLITS else "")
 
 
-def billing_report(queryset: QuerySet, split: str) -> dict:
+class BillingReport(TypedDict):
     """The numbers the view shows and the CSV exports: totals, per workspace per month, per workspace per day."""
+
+    totals: dict[str, Any]
+    by_month: list[dict[str, Any]]
+    by_day: list[dict[str, Any]]
+
+
+def billing_report(queryset: QuerySet[ModelRequest], split: str) -> BillingReport:
     extra = [split] if split else []
-    return {
-        "totals": usage_totals(queryset),
-        "by_month": usage_by(queryset, ["workspace", "month", *extra], newest_first=True),
-        "by_day": usage_by(queryset, ["workspace", "day", *extra], newest_first=True),
-    }
+    return BillingReport(
+        totals=usage_totals(queryset),
+        by_month=usage_by(queryset, ["workspace", "month", *extra], newest_first=True),
+        by_day=usage_by(queryset, ["workspace", "day", *extra], newest_first=True),
+    )
 
 
-def csv_safe(value) -> str:
+def csv_safe(value: object) -> str:
     # Model names come from API answers and workspace names from users: never let a spreadsheet run them.
     text = str(value)
     return f"'{text}" if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def billing_csv(report: dict, filters: BillingFilters) -> HttpResponse:
+def billing_csv(report: BillingReport, filters: BillingFilters) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     name = f"billing-{filters.month_param or 'all'}{f'-{filters.workspace.slug}' if filters.workspace else ''}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     writer = csv.writer(response)
     split_columns = [filters.split] if filters.split else []
     writer.writerow(["period", "date", "workspace", *split_columns, *METRICS])
-    for period, key, fmt in (("month", "by_month", "%Y-%m"), ("day", "by_day", "%Y-%m-%d")):
-        for row in report[key]:
+    for period, rows, fmt in (("month", report["by_month"], "%Y-%m"), ("day", report["by_day"], "%Y-%m-%d")):
+        for row in rows:
             writer.writerow(
                 [
                     period,

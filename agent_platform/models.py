@@ -3,9 +3,12 @@
 import hashlib
 import hmac
 import secrets
+from datetime import datetime
 from decimal import Decimal
+from typing import NamedTuple
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import TruncDay
@@ -54,7 +57,7 @@ class Membership(models.Model):
         return f"{self.user} in {self.workspace} ({self.role})"
 
 
-def workspaces_of(user) -> models.QuerySet[Workspace]:
+def workspaces_of(user: User | AnonymousUser) -> models.QuerySet[Workspace]:
     """The workspaces a user may see: those they are a member of, and nothing for anyone else."""
     if not user.is_authenticated:
         return Workspace.objects.none()
@@ -66,7 +69,7 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-class ApiKeyQuerySet(models.QuerySet):
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
     def active(self) -> "ApiKeyQuerySet":
         now = timezone.now()
         return self.filter(revoked_at__isnull=True).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
@@ -105,7 +108,14 @@ class ApiKey(models.Model):
         return self.expires_at is None or self.expires_at > timezone.now()
 
     @classmethod
-    def issue(cls, workspace: Workspace, *, name: str = "", created_by=None, expires_at=None) -> tuple["ApiKey", str]:
+    def issue(
+        cls,
+        workspace: Workspace,
+        *,
+        name: str = "",
+        created_by: User | None = None,
+        expires_at: datetime | None = None,
+    ) -> "IssuedKey":
         """Create a key and return it with its full secret, which is never stored and cannot be shown again."""
         prefix = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
@@ -117,7 +127,7 @@ class ApiKey(models.Model):
             created_by=created_by,
             expires_at=expires_at,
         )
-        return key, f"{API_KEY_PREFIX}{prefix}_{secret}"
+        return IssuedKey(key, f"{API_KEY_PREFIX}{prefix}_{secret}")
 
     @classmethod
     def authenticate(cls, token: str) -> "ApiKey | None":
@@ -136,6 +146,13 @@ class ApiKey(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+
+
+class IssuedKey(NamedTuple):
+    """A new key and its full secret (shown once); a tuple, so `key, secret = ApiKey.issue(...)` reads as it did."""
+
+    key: ApiKey
+    secret: str
 
 
 class Speed(models.TextChoices):
@@ -176,7 +193,7 @@ class Price(models.Model):
         return f"{self.model} ({self.speed}{tier}) from {self.valid_from:%Y-%m-%d}"
 
     @classmethod
-    def in_force(cls, model: str, speed: str, at, prompt_tokens: int = 0) -> "Price | None":
+    def in_force(cls, model: str, speed: str, at: datetime, prompt_tokens: int = 0) -> "Price | None":
         return (
             cls.objects.filter(model=model, speed=speed, valid_from__lte=at, min_prompt_tokens__lte=prompt_tokens)
             .order_by("-valid_from", "-min_prompt_tokens")
@@ -184,7 +201,7 @@ class Price(models.Model):
         )
 
 
-class ModelRequestQuerySet(models.QuerySet):
+class ModelRequestQuerySet(models.QuerySet["ModelRequest"]):
     def for_workspace(self, workspace: Workspace) -> "ModelRequestQuerySet":
         return self.filter(workspace=workspace)
 

@@ -2,9 +2,12 @@
 
 from collections.abc import Iterable
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import BigIntegerField, Count, F, Q, QuerySet, Sum, Value
 from django.db.models.functions import Cast, Coalesce, Round, TruncDay, TruncMonth
+
+from .models import ModelRequest
 
 TOKEN_FIELDS = {
     "input": "input_tokens",
@@ -14,7 +17,7 @@ TOKEN_FIELDS = {
 }
 
 # What each group key selects (a field name, or an expression under a new name); "workspace" also brings the workspace's slug and name so no row needs another query.
-GROUPS = {
+GROUPS: dict[str, dict[str, str | F | TruncDay | TruncMonth]] = {
     "day": {"day": TruncDay("created_at")},
     "month": {"month": TruncMonth("created_at")},
     "model": {"model": "model"},
@@ -32,7 +35,7 @@ COST_UNITS_PER_DOLLAR = 10**8
 COST_QUANTUM = Decimal("0.00000001")
 
 
-def _aggregates() -> dict:
+def _aggregates() -> dict[str, Any]:
     # Costs are summed as integer units of 10^-8 dollars (the stored precision): exact on PostgreSQL and on SQLite,
     # where a decimal column is a float and a float sum of many rows would drift in the last digits.
     cost_units = Cast(Round(F("cost_usd") * Value(COST_UNITS_PER_DOLLAR)), BigIntegerField())
@@ -44,7 +47,7 @@ def _aggregates() -> dict:
     }
 
 
-def _finish(row: dict) -> dict:
+def _finish(row: dict[str, Any]) -> dict[str, Any]:
     for name in TOKEN_FIELDS:
         row[name] = int(row[name])
     row["total"] = sum(row[name] for name in TOKEN_FIELDS)
@@ -52,12 +55,12 @@ def _finish(row: dict) -> dict:
     return row
 
 
-def usage_totals(queryset: QuerySet) -> dict:
+def usage_totals(queryset: QuerySet[ModelRequest]) -> dict[str, Any]:
     """One query: {requests, input, output, cache_read, cache_write, total, cost_usd (Decimal), unpriced}."""
     return _finish(queryset.aggregate(**_aggregates()))
 
 
-def total_of(rows: list[dict]) -> dict:
+def total_of(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The totals of `usage_totals` added up from `usage_by` rows: exact, and no second pass over the requests."""
     counted = ("requests", "unpriced", *TOKEN_FIELDS, "total")
     totals = {name: sum(row[name] for row in rows) for name in counted}
@@ -65,7 +68,9 @@ def total_of(rows: list[dict]) -> dict:
     return totals
 
 
-def usage_by(queryset: QuerySet, group_by: str | Iterable[str], *, newest_first: bool = False) -> list[dict]:
+def usage_by(
+    queryset: QuerySet[ModelRequest], group_by: str | Iterable[str], *, newest_first: bool = False
+) -> list[dict[str, Any]]:
     """One GROUP BY query: a row per group with the group's keys and the totals of `usage_totals`.
 
     `group_by` is one of day, month, model, source, speed, workspace, or several of them, e.g.
@@ -77,7 +82,7 @@ def usage_by(queryset: QuerySet, group_by: str | Iterable[str], *, newest_first:
     unknown = [key for key in keys if key not in GROUPS]
     if unknown or not keys:
         raise ValueError(f"usage_by groups by {', '.join(GROUPS)}; not {unknown or 'nothing'}")
-    selected: dict = {}
+    selected: dict[str, str | F | TruncDay | TruncMonth] = {}
     ordering: list[str] = []
     for key in keys:
         selected.update(GROUPS[key])

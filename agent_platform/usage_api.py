@@ -2,12 +2,11 @@
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
-from .api import ERROR_RESPONSES, utc_instant
+from .api import ERROR_RESPONSES, ApiRequest, utc_instant
 from .models import ModelRequest
 from .reports import total_of, usage_by
 
@@ -45,7 +44,7 @@ def dollars(amount: Decimal) -> str:
     return format(amount.normalize(), "f") if amount else "0"
 
 
-def usage_row(row: dict) -> dict:
+def usage_row(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "requests": row["requests"],
         **{name: row[name] for name in ("input", "output", "cache_read", "cache_write", "total")},
@@ -59,7 +58,7 @@ def usage_row(row: dict) -> dict:
     tags=["usage"],
     summary="Usage and cost of the workspace's model requests",
 )
-def usage(request: HttpRequest, filters: Query[UsageFilters]):
+def usage(request: ApiRequest, filters: Query[UsageFilters]) -> dict[str, Any]:
     requests = ModelRequest.objects.for_workspace(request.workspace)
     if start := utc_instant(filters.from_, "from"):
         requests = requests.filter(created_at__gte=start)

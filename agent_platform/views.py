@@ -1,15 +1,17 @@
 """Operator pages of the platform: choosing a workspace, its settings (members, API keys) and its usage."""
 
 from datetime import date, timedelta
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from .access import choose_workspace, current_workspace, is_owner
+from .access import OperatorRequest, choose_workspace, current_workspace, is_owner
 from .models import ApiKey, Membership, ModelRequest
 from .reports import usage_by, usage_totals
 
@@ -22,7 +24,7 @@ SOURCES = [choice for choice, _ in ModelRequest.Source.choices]
 
 @login_required
 @require_POST
-def choose(request, slug: str):
+def choose(request: OperatorRequest, slug: str) -> HttpResponse:
     choose_workspace(request, slug)
     return redirect("runs:list")
 
@@ -31,7 +33,7 @@ NEW_KEY_SESSION_KEY = "platform.new_api_key"
 
 
 @login_required
-def workspace_settings(request):
+def workspace_settings(request: OperatorRequest) -> HttpResponse:
     """The workspace's members and keys; right after a key is made, its secret once (taken out of the session, so a
     reload neither shows it again nor makes a second key)."""
     workspace = current_workspace(request)
@@ -56,7 +58,7 @@ def workspace_settings(request):
 
 @login_required
 @require_POST
-def api_key_create(request):
+def api_key_create(request: OperatorRequest) -> HttpResponse:
     """Issue a key, then redirect (post/redirect/get) to the settings page, which shows its secret once."""
     workspace = current_workspace(request)
     if not is_owner(request.user, workspace):
@@ -77,7 +79,7 @@ def api_key_create(request):
 
 @login_required
 @require_POST
-def api_key_revoke(request, prefix: str):
+def api_key_revoke(request: OperatorRequest, prefix: str) -> HttpResponse:
     workspace = current_workspace(request)
     if not is_owner(request.user, workspace):
         raise PermissionDenied("Only a workspace owner manages API keys.")
@@ -87,7 +89,7 @@ def api_key_revoke(request, prefix: str):
     return redirect("platform:settings")
 
 
-def cost_chart(days: list[date], rows: list[dict]) -> dict:
+def cost_chart(days: list[date], rows: list[dict[str, Any]]) -> dict[str, Any]:
     """An inline SVG bar chart of cost per day, stacked by source; sized in the view so the template only draws."""
     by_day: dict[date, dict[str, float]] = {day: dict.fromkeys(SOURCES, 0.0) for day in days}
     for row in rows:
@@ -98,7 +100,7 @@ def cost_chart(days: list[date], rows: list[dict]) -> dict:
     slot = (CHART_WIDTH - 2 * CHART_PAD) / max(1, len(days))
     bars = []
     for index, day in enumerate(days):
-        y = CHART_HEIGHT - CHART_PAD
+        y = float(CHART_HEIGHT - CHART_PAD)
         x = CHART_PAD + index * slot + slot * 0.15
         for source in SOURCES:
             cost = by_day[day][source]
@@ -133,7 +135,7 @@ def cost_chart(days: list[date], rows: list[dict]) -> dict:
 
 
 @login_required
-def usage(request):
+def usage(request: OperatorRequest) -> HttpResponse:
     workspace = current_workspace(request)
     try:
         span = int(request.GET.get("days", USAGE_DAYS_DEFAULT))

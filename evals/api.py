@@ -4,16 +4,15 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiError, ErrorOut
+from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
+from agent_platform.errors import NotFound
 from judge.models import Judgment
-from runs.launch import LaunchError
 
 from . import reports, services, stats
-from .models import Batch
+from .models import Batch, Truth
 
 router = Router(tags=["evaluations"])
 
@@ -275,7 +274,7 @@ def money(value: Decimal | None) -> str | None:
     return format(value.quantize(Decimal("0.00000001")).normalize(), "f")
 
 
-def group_out(group: reports.Group, batch: Batch, before: float | None) -> dict:
+def group_out(group: reports.Group, batch: Batch, before: float | None) -> dict[str, Any]:
     s = group.stats
     return {
         "task_index": group.task.position,
@@ -306,7 +305,7 @@ def group_out(group: reports.Group, batch: Batch, before: float | None) -> dict:
     }
 
 
-def batch_out(report: reports.BatchReport) -> dict:
+def batch_out(report: reports.BatchReport) -> dict[str, Any]:
     batch = report.batch
     return {
         "id": batch.public_id,
@@ -328,7 +327,7 @@ def batch_out(report: reports.BatchReport) -> dict:
                 "expected": t.expected,
             }
             for t in batch.tasks.all()
-        ],  # fmt: skip
+        ],
         "configs": [
             {"index": c.position, "model": c.model, "effort": c.effort or None, "max_turns": c.max_turns}
             for c in batch.configs.all()
@@ -342,16 +341,14 @@ def batch_out(report: reports.BatchReport) -> dict:
                 "requested_at": r.requested_at,
             }
             for r in report.rounds
-        ],  # fmt: skip
+        ],
         "groups": [group_out(g, batch, report.pass_at_1_before.get((g.task.pk, g.config.pk))) for g in report.groups],
         "matrix": report.matrix,
         "changes": [{"run_id": c.run.public_id, "before": c.before, "after": c.after} for c in report.changes],
     }
 
 
-def truth_out(truth) -> dict | None:
-    if truth is None:
-        return None
+def truth_out(truth: Truth) -> dict[str, Any]:
     return {
         "judgment_id": truth.judgment_id,
         "truth": truth.value,
@@ -360,19 +357,15 @@ def truth_out(truth) -> dict | None:
     }
 
 
-def calibration_out(value: stats.Calibration, **extra) -> dict:
+def calibration_out(value: stats.Calibration, **extra: object) -> dict[str, Any]:
     return {**value.__dict__, **extra}
 
 
-def find_batch(request: HttpRequest, batch_id: str) -> Batch:
+def find_batch(request: ApiRequest, batch_id: str) -> Batch:
     batch = Batch.objects.for_workspace(request.workspace).filter(public_id=batch_id).first()
     if batch is None:
-        raise ApiError("not_found", f"No batch '{batch_id}' in this workspace.")
+        raise NotFound(f"No batch '{batch_id}' in this workspace.")
     return batch
-
-
-def as_api_error(error: LaunchError) -> ApiError:
-    return ApiError(error.type, error.message, error.detail)
 
 
 # --- batches -------------------------------------------------------------------------------------------------------
@@ -385,20 +378,17 @@ def as_api_error(error: LaunchError) -> ApiError:
     description="Every task x configuration x repeat becomes a run; at most `concurrency` of them are active at "
     "once, the next launching as one finishes.",
 )
-def create_batch(request: HttpRequest, payload: BatchIn):
+def create_batch(request: ApiRequest, payload: BatchIn) -> Status[dict[str, Any]]:
     body = payload.model_dump(exclude_unset=True)
     body["tasks"] = [{k: v for k, v in item.items() if v is not None} for item in body["tasks"]]
     if body.get("configs"):
         body["configs"] = [{k: v for k, v in item.items() if v is not None} for item in body["configs"]]
-    try:
-        batch = services.create_batch(request.workspace, **body)
-    except LaunchError as error:
-        raise as_api_error(error) from None
+    batch = services.create_batch(request.workspace, **body)
     return Status(201, batch_out(reports.batch_report(batch)))
 
 
 @router.get("/batches", response={200: BatchListOut, **ERRORS}, summary="List batches, newest first")
-def list_batches(request: HttpRequest, limit: int = Query(LIST_DEFAULT, ge=1, le=LIST_MAX)):
+def list_batches(request: ApiRequest, limit: int = Query(LIST_DEFAULT, ge=1, le=LIST_MAX)) -> dict[str, Any]:
     batches = Batch.objects.for_workspace(request.workspace)[:limit]
     return {
         "batches": [
@@ -417,15 +407,15 @@ def list_batches(request: HttpRequest, limit: int = Query(LIST_DEFAULT, ge=1, le
     "judge, median turns and duration, cost per run and per successful run, flakiness, scoring against expected "
     "data; and the claim-versus-judge matrix. `round` picks a re-judging round (default: the latest).",
 )
-def get_batch(request: HttpRequest, batch_id: str, round: int | None = Query(None, ge=0, le=1000)):
+def get_batch(request: ApiRequest, batch_id: str, round: int | None = Query(None, ge=0, le=1000)) -> dict[str, Any]:
     batch = find_batch(request, batch_id)
     if round is not None and round > 0 and not batch.rounds.filter(number=round).exists():
-        raise ApiError("not_found", f"Batch {batch_id} has no judging round {round}.")
+        raise NotFound(f"Batch {batch_id} has no judging round {round}.")
     return batch_out(reports.batch_report(batch, round))
 
 
 @router.get("/batches/{batch_id}/runs", response={200: BatchRunListOut, **ERRORS}, summary="The runs of a batch")
-def batch_runs(request: HttpRequest, batch_id: str):
+def batch_runs(request: ApiRequest, batch_id: str) -> dict[str, Any]:
     batch = find_batch(request, batch_id)
     items = batch.items.select_related("run", "task", "config")
     latest = {
@@ -449,7 +439,7 @@ def batch_runs(request: HttpRequest, batch_id: str):
 
 
 @router.post("/batches/{batch_id}/cancel", response={200: BatchOut, **ERRORS}, summary="Cancel a batch")
-def cancel_batch(request: HttpRequest, batch_id: str):
+def cancel_batch(request: ApiRequest, batch_id: str) -> dict[str, Any]:
     batch = services.cancel_batch(find_batch(request, batch_id))
     return batch_out(reports.batch_report(batch))
 
@@ -462,13 +452,10 @@ def cancel_batch(request: HttpRequest, batch_id: str):
     "run's own). GET the batch with ?round=N (or the latest by default) to compare: `changes` lists the runs "
     "whose verdict moved, and each group's `pass_at_1_before` the round before.",
 )
-def rejudge_batch(request: HttpRequest, batch_id: str, payload: RejudgeBatchIn | None = None):
+def rejudge_batch(request: ApiRequest, batch_id: str, payload: RejudgeBatchIn | None = None) -> Status[dict[str, Any]]:
     batch = find_batch(request, batch_id)
     body = payload.model_dump(exclude_unset=True) if payload else {}
-    try:
-        services.rejudge_batch(batch, **body)
-    except LaunchError as error:
-        raise as_api_error(error) from None
+    services.rejudge_batch(batch, **body)
     return Status(202, batch_out(reports.batch_report(batch)))
 
 
@@ -484,15 +471,16 @@ def rejudge_batch(request: HttpRequest, batch_id: str, payload: RejudgeBatchIn |
     "only those with no truth recorded yet.",
 )
 def triage(
-    request: HttpRequest,
+    request: ApiRequest,
     kind: Literal["overclaim", "underclaim", "uncertain"] | None = None,
     include_resolved: bool = False,
     limit: int = Query(LIST_DEFAULT, ge=1, le=LIST_MAX),
-):
+) -> dict[str, Any]:
     judgments = reports.triage_queue(request.workspace, kind=kind, include_resolved=include_resolved)[:limit]
     items = []
     for judgment in judgments:
         run = judgment.run
+        truth = getattr(judgment, "truth", None)
         items.append(
             {
                 "judgment_id": judgment.pk,
@@ -507,7 +495,7 @@ def triage(
                 "judge_model": judgment.model,
                 "judged_at": judgment.judged_at,
                 "screenshot_url": reports.final_screenshot_url(run),
-                "truth": truth_out(getattr(judgment, "truth", None)),
+                "truth": truth_out(truth) if truth is not None else None,
             }
         )
     return {"items": items}
@@ -520,14 +508,11 @@ def triage(
     description="agent_right, judge_right or both_wrong, with a note; recording again replaces it. Calibration "
     "reads these.",
 )
-def record_truth(request: HttpRequest, judgment_id: int, payload: TruthIn):
+def record_truth(request: ApiRequest, judgment_id: int, payload: TruthIn) -> dict[str, Any]:
     judgment = Judgment.objects.filter(pk=judgment_id, run__workspace=request.workspace).first()
     if judgment is None:
-        raise ApiError("not_found", f"No judgment {judgment_id} in this workspace.")
-    try:
-        truth = services.record_truth(request.workspace, judgment, value=payload.truth, note=payload.note)
-    except LaunchError as error:
-        raise as_api_error(error) from None
+        raise NotFound(f"No judgment {judgment_id} in this workspace.")
+    truth = services.record_truth(request.workspace, judgment, value=payload.truth, note=payload.note)
     return truth_out(truth)
 
 
@@ -538,7 +523,7 @@ def record_truth(request: HttpRequest, judgment_id: int, payload: TruthIn):
     description="From recorded truths: accuracy, false-pass and false-fail rates overall, per judge model, and "
     "per day or week of judging.",
 )
-def calibration(request: HttpRequest, period: Literal["day", "week"] = "week"):
+def calibration(request: ApiRequest, period: Literal["day", "week"] = "week") -> dict[str, Any]:
     report = reports.calibration_report(request.workspace, period=period)
     return {
         "period": report.period,

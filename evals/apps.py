@@ -8,4 +8,4 @@ class EvalsConfig(AppConfig):
     verbose_name = "Evaluations"
 
     def ready(self) -> None:
-        from . import receivers  # noqa: F401  (connects the run lifecycle listeners)
+        from . import receivers  # noqa: F401, PLC0415 (lazy: connects the run listeners once the models are ready)

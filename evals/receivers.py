@@ -1,23 +1,24 @@
 """Listeners: a batch run that finished or was judged moves its batch on (next runs, or finished)."""
 
 import logging
+from typing import Any
 
 from django.dispatch import receiver
 
+from runs.models import Event, Run
 from runs.signals import run_lifecycle_event
 
 from .models import BatchRun
+from .tasks import advance_batch
 
 log = logging.getLogger(__name__)
 
 
 @receiver(run_lifecycle_event, dispatch_uid="evals.advance_batch_on_run_event")
-def advance_batch_on_run_event(sender, run, event, **kwargs) -> None:
+def advance_batch_on_run_event(sender: type[Run], run: Run, event: Event, **kwargs: Any) -> None:
     batch_id = BatchRun.objects.filter(run_id=run.pk).values_list("batch_id", flat=True).first()
     if batch_id is None:
         return
-    from .tasks import advance_batch
-
     try:
         advance_batch.delay(batch_id)
     except Exception:

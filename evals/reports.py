@@ -15,8 +15,11 @@ from runs.models import Event, Run
 from . import stats
 from .models import Batch, BatchConfig, BatchRun, BatchTask, JudgeRound, Truth
 
+# A cancelled run says nothing about the task: only these enter the statistics.
+COUNTED_STATUSES = (Run.Status.SUCCEEDED, Run.Status.FAILED)
 
-@dataclass
+
+@dataclass(frozen=True)
 class Group:
     task: BatchTask
     config: BatchConfig
@@ -25,14 +28,14 @@ class Group:
     stats: stats.GroupStats
 
 
-@dataclass
+@dataclass(frozen=True)
 class VerdictChange:
     run: Run
     before: str | None
     after: str | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class BatchReport:
     batch: Batch
     round: int
@@ -78,9 +81,9 @@ def facts_of(run: Run, judgment: Judgment | None) -> stats.RunFacts:
     )
 
 
-def counted(run: Run | None) -> bool:
-    """Runs that enter the statistics: finished, and not cancelled (a cancelled run says nothing about the task)."""
-    return run is not None and run.status in (Run.Status.SUCCEEDED, Run.Status.FAILED)
+def counted_runs(items: list[BatchRun]) -> list[Run]:
+    """The items' runs that enter the statistics: finished, and not cancelled."""
+    return [item.run for item in items if item.run is not None and item.run.status in COUNTED_STATUSES]
 
 
 def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
@@ -97,7 +100,7 @@ def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
     for task in batch.tasks.all():
         for config in batch.configs.all():
             members = by_group[(task.pk, config.pk)]
-            facts = [facts_of(item.run, judgments.get(item.run_id)) for item in members if counted(item.run)]
+            facts = [facts_of(run, judgments.get(run.pk)) for run in counted_runs(members)]
             all_facts.extend(facts)
             groups.append(
                 Group(
@@ -115,29 +118,30 @@ def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
         "not_launched": sum(1 for item in items if item.launch_error),
         "judged": len(judgments),
     }
-    report = BatchReport(
-        batch=batch,
-        round=number,
-        rounds=rounds,
-        groups=groups,
-        matrix=stats.matrix(fact.cell for fact in all_facts),
-        counts=counts,
-    )
+    changes: list[VerdictChange] = []
+    pass_at_1_before: dict[tuple[int, int], float | None] = {}
     if number > 0:
         before = judgments_of_round(run_ids, rounds, number - 1)
         runs = {item.run_id: item.run for item in items if item.run is not None}
         for run_id, judgment in judgments.items():
             previous = before.get(run_id)
             if previous is None or previous.verdict != judgment.verdict:
-                report.changes.append(
-                    VerdictChange(runs[run_id], previous.verdict if previous else None, judgment.verdict)
-                )
+                changes.append(VerdictChange(runs[run_id], previous.verdict if previous else None, judgment.verdict))
         for task in batch.tasks.all():
             for config in batch.configs.all():
                 members = by_group[(task.pk, config.pk)]
-                facts = [facts_of(item.run, before.get(item.run_id)) for item in members if counted(item.run)]
-                report.pass_at_1_before[(task.pk, config.pk)] = stats.group_stats(facts).pass_at_1
-    return report
+                facts = [facts_of(run, before.get(run.pk)) for run in counted_runs(members)]
+                pass_at_1_before[(task.pk, config.pk)] = stats.group_stats(facts).pass_at_1
+    return BatchReport(
+        batch=batch,
+        round=number,
+        rounds=rounds,
+        groups=groups,
+        matrix=stats.matrix(fact.cell for fact in all_facts),
+        counts=counts,
+        changes=changes,
+        pass_at_1_before=pass_at_1_before,
+    )
 
 
 # --- triage --------------------------------------------------------------------------------------------------------
@@ -197,7 +201,7 @@ def final_screenshot_url(run: Run) -> str | None:
 PERIODS = {"day": TruncDay, "week": TruncWeek}
 
 
-@dataclass
+@dataclass(frozen=True)
 class CalibrationReport:
     overall: stats.Calibration
     by_model: list[tuple[str, stats.Calibration]]

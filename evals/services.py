@@ -4,23 +4,24 @@ import csv
 import io
 import json
 import logging
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from agent_platform.errors import Conflict, InvalidRequest, ServiceError
 from agent_platform.models import Workspace
 from judge.models import Judgment
 from judge.services import request_rejudge
 from runs.launch import (
-    LaunchError,
     clean_judge_context,
     clean_max_turns,
     clean_model,
     clean_output_schema,
     clean_start_url,
     clean_task,
-    invalid,
     launch_run,
 )
 from runs.lifecycle import request_cancel
@@ -48,23 +49,35 @@ EFFORTS = {choice.value for choice in BatchConfig.Effort}
 # --- planning ------------------------------------------------------------------------------------------------------
 
 
-def clean_int(value, field: str, low: int, high: int, default: int) -> int:
+def clean_int(value: object, field: str, low: int, high: int, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise invalid(field, "must be an integer")
+        raise InvalidRequest.of_field(field, "must be an integer")
     if not low <= value <= high:
-        raise invalid(field, f"must be between {low} and {high}")
+        raise InvalidRequest.of_field(field, f"must be between {low} and {high}")
     return value
 
 
-def clean_batch_task(item, index: int) -> dict:
+def nested_in(field: str, error: ServiceError) -> ServiceError:
+    """The same refusal (its class, detail and headers kept) named from the batch: `tasks[2].` before its message
+    and field."""
+    return type(error)(
+        f"{field}.{error.message}", field=f"{field}.{error.field}", detail=error.detail, headers=error.headers
+    )
+
+
+def clean_batch_task(item: object, index: int) -> dict[str, Any]:
     field = f"tasks[{index}]"
     if not isinstance(item, dict):
-        raise invalid(field, "must be an object {task, start_url, output_schema, judge_context, expected}")
+        raise InvalidRequest.of_field(
+            field, "must be an object {task, start_url, output_schema, judge_context, expected}"
+        )
     unknown = sorted(set(item) - TASK_FIELDS)
     if unknown:
-        raise invalid(f"{field}.{unknown[0]}", "is not a field of a task (" + ", ".join(sorted(TASK_FIELDS)) + ")")
+        raise InvalidRequest.of_field(
+            f"{field}.{unknown[0]}", "is not a field of a task (" + ", ".join(sorted(TASK_FIELDS)) + ")"
+        )
     try:
         return {
             "task": clean_task(item.get("task")),
@@ -73,69 +86,73 @@ def clean_batch_task(item, index: int) -> dict:
             "judge_context": clean_judge_context(item.get("judge_context")),
             "expected": item.get("expected"),
         }
-    except LaunchError as error:
-        message = f"{field}.{error.message}"
-        raise LaunchError(error.type, message, field=f"{field}.{error.field}", detail=error.detail) from None
+    except ServiceError as error:
+        raise nested_in(field, error) from None
 
 
-def clean_batch_config(item, index: int) -> dict:
+def clean_batch_config(item: object, index: int) -> dict[str, Any]:
     field = f"configs[{index}]"
     if not isinstance(item, dict):
-        raise invalid(field, "must be an object {model, effort, max_turns}")
+        raise InvalidRequest.of_field(field, "must be an object {model, effort, max_turns}")
     unknown = sorted(set(item) - CONFIG_FIELDS)
     if unknown:
-        raise invalid(f"{field}.{unknown[0]}", "is not a field of a configuration (model, effort, max_turns)")
+        raise InvalidRequest.of_field(
+            f"{field}.{unknown[0]}", "is not a field of a configuration (model, effort, max_turns)"
+        )
     effort = item.get("effort") or ""
     if effort not in EFFORTS:
-        raise invalid(f"{field}.effort", "must be one of low, medium, high, max (or omitted)")
+        raise InvalidRequest.of_field(f"{field}.effort", "must be one of low, medium, high, max (or omitted)")
     try:
         return {
             "model": clean_model(item.get("model")),
             "effort": effort,
             "max_turns": clean_max_turns(item.get("max_turns")),
         }
-    except LaunchError as error:
-        raise LaunchError(error.type, f"{field}.{error.message}", field=f"{field}.{error.field}") from None
+    except ServiceError as error:
+        raise nested_in(field, error) from None
 
 
 @transaction.atomic
 def create_batch(
     workspace: Workspace,
     *,
-    tasks: list[dict],
-    configs: list[dict] | None = None,
-    repeats: int | None = None,
-    concurrency: int | None = None,
-    judge: bool = True,
-    pass_k: int | None = None,
+    tasks: list[Any],
+    configs: list[Any] | None = None,
+    repeats: object = None,
+    concurrency: object = None,
+    judge: object = True,
+    pass_k: object = None,
     name: str = "",
-    created_by=None,
+    created_by: User | None = None,
 ) -> Batch:
     """Validate a suite and its configurations, plan every run, and launch as many as the concurrency allows.
 
-    Raises LaunchError (invalid_request) naming the field, before anything is created.
+    Raises InvalidRequest naming the field, before anything is created. The numbers and `judge` are checked here
+    whatever a caller sends (the form sends text), hence typed `object`.
     """
     if not isinstance(tasks, list) or not tasks:
-        raise invalid("tasks", "must be a non-empty list of tasks")
+        raise InvalidRequest.of_field("tasks", "must be a non-empty list of tasks")
     if len(tasks) > TASKS_LIMIT:
-        raise invalid("tasks", f"has {len(tasks)} tasks; at most {TASKS_LIMIT} are allowed")
+        raise InvalidRequest.of_field("tasks", f"has {len(tasks)} tasks; at most {TASKS_LIMIT} are allowed")
     configs = configs or [{}]
     if not isinstance(configs, list):
-        raise invalid("configs", "must be a list of configurations")
+        raise InvalidRequest.of_field("configs", "must be a list of configurations")
     if len(configs) > CONFIGS_LIMIT:
-        raise invalid("configs", f"has {len(configs)} configurations; at most {CONFIGS_LIMIT} are allowed")
+        raise InvalidRequest.of_field(
+            "configs", f"has {len(configs)} configurations; at most {CONFIGS_LIMIT} are allowed"
+        )
     repeats = clean_int(repeats, "repeats", 1, REPEATS_LIMIT, 1)
     concurrency = clean_int(concurrency, "concurrency", 1, CONCURRENCY_LIMIT, CONCURRENCY_DEFAULT)
     pass_k = clean_int(pass_k, "pass_k", 1, repeats, repeats)
     if not isinstance(judge, bool):
-        raise invalid("judge", "must be true or false")
+        raise InvalidRequest.of_field("judge", "must be true or false")
     if not isinstance(name, str) or len(name) > NAME_MAX_CHARS:
-        raise invalid("name", f"must be a string of at most {NAME_MAX_CHARS} characters")
+        raise InvalidRequest.of_field("name", f"must be a string of at most {NAME_MAX_CHARS} characters")
     cleaned_tasks = [clean_batch_task(item, index) for index, item in enumerate(tasks)]
     cleaned_configs = [clean_batch_config(item, index) for index, item in enumerate(configs)]
     total = len(cleaned_tasks) * len(cleaned_configs) * repeats
     if total > RUNS_LIMIT:
-        raise invalid("repeats", f"the batch would make {total} runs; at most {RUNS_LIMIT} are allowed")
+        raise InvalidRequest.of_field("repeats", f"the batch would make {total} runs; at most {RUNS_LIMIT} are allowed")
 
     batch = Batch.objects.create(
         workspace=workspace,
@@ -203,7 +220,7 @@ def fill_slots(batch_pk: int) -> int:
                 try:
                     item.run = launch_item(item, batch)
                     item.launched_at = timezone.now()
-                except LaunchError as error:  # validated at planning; a model or schema rule may change since
+                except ServiceError as error:  # validated at planning; a model or schema rule may change since
                     item.launch_error = error.message
                 item.save(update_fields=["run", "launched_at", "launch_error"])
                 launched += item.run_id is not None
@@ -252,19 +269,21 @@ def cancel_batch(batch: Batch) -> Batch:
 # --- re-judging and truths -----------------------------------------------------------------------------------------
 
 
-def rejudge_batch(batch: Batch, *, judge_context=None, judge_model: str | None = None, requested_by=None) -> JudgeRound:
+def rejudge_batch(
+    batch: Batch, *, judge_context: object = None, judge_model: str | None = None, requested_by: User | None = None
+) -> JudgeRound:
     """Judge every finished run of the batch again (with this judge_context, None: each run's own) as a new round.
 
     The round records the judge model it asked for.
-    Raises LaunchError (invalid_request) for a bad judge_context or model, conflict while runs are still going.
+    Raises InvalidRequest for a bad judge_context or model, Conflict while runs are still going.
     """
     cleaned = None if judge_context is None else clean_judge_context(judge_context)
-    extra = {}
+    extra: dict[str, str] = {}
     if judge_model:
         extra["model"] = clean_model(judge_model)
     runs = list(Run.objects.filter(batch_item__batch=batch).finished())
     if batch.items.filter(run__isnull=False).exclude(run__status__in=Run.TERMINAL).exists():
-        raise LaunchError("conflict", "The batch still has runs going; re-judge it once they have finished.")
+        raise Conflict("The batch still has runs going; re-judge it once they have finished.")
     with transaction.atomic():
         last = batch.rounds.order_by("-number").values_list("number", flat=True).first() or 0
         round_ = JudgeRound.objects.create(
@@ -279,12 +298,14 @@ def rejudge_batch(batch: Batch, *, judge_context=None, judge_model: str | None =
     return round_
 
 
-def record_truth(workspace: Workspace, judgment: Judgment, *, value: str, note: str = "", recorded_by=None) -> Truth:
+def record_truth(
+    workspace: Workspace, judgment: Judgment, *, value: str, note: str = "", recorded_by: User | None = None
+) -> Truth:
     """Record (or replace) what really happened in the judged run: agent_right, judge_right or both_wrong."""
     if value not in Truth.Value.values:
-        raise invalid("truth", "must be agent_right, judge_right or both_wrong")
+        raise InvalidRequest.of_field("truth", "must be agent_right, judge_right or both_wrong")
     if not isinstance(note, str) or len(note) > NOTE_MAX_CHARS:
-        raise invalid("note", f"must be a string of at most {NOTE_MAX_CHARS} characters")
+        raise InvalidRequest.of_field("note", f"must be a string of at most {NOTE_MAX_CHARS} characters")
     truth, _ = Truth.objects.update_or_create(
         judgment=judgment,
         defaults={
@@ -301,17 +322,17 @@ def record_truth(workspace: Workspace, judgment: Judgment, *, value: str, note: 
 # --- suites from files ---------------------------------------------------------------------------------------------
 
 
-def parse_suite(content: bytes, filename: str) -> list[dict]:
+def parse_suite(content: bytes, filename: str) -> list[Any]:
     """Tasks from a JSONL file (one object a line) or a CSV file (a header row; JSON in the object columns).
 
-    Raises LaunchError naming the line.
+    Raises InvalidRequest naming the line.
     """
     if len(content) > SUITE_MAX_BYTES:
-        raise invalid("suite", f"is larger than {SUITE_MAX_BYTES} bytes")
+        raise InvalidRequest.of_field("suite", f"is larger than {SUITE_MAX_BYTES} bytes")
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise invalid("suite", "is not UTF-8 text") from None
+        raise InvalidRequest.of_field("suite", "is not UTF-8 text") from None
     if filename.lower().endswith(".csv"):
         return parse_csv_suite(text)
     tasks = []
@@ -321,19 +342,19 @@ def parse_suite(content: bytes, filename: str) -> list[dict]:
         try:
             tasks.append(json.loads(line))
         except ValueError as error:
-            raise invalid(f"suite line {number}", f"is not JSON: {error}") from None
+            raise InvalidRequest.of_field(f"suite line {number}", f"is not JSON: {error}") from None
     if not tasks:
-        raise invalid("suite", "has no tasks")
+        raise InvalidRequest.of_field("suite", "has no tasks")
     return tasks
 
 
-def parse_csv_suite(text: str) -> list[dict]:
+def parse_csv_suite(text: str) -> list[dict[str, Any]]:
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None or "task" not in reader.fieldnames:
-        raise invalid("suite", "a CSV suite needs a header row with a 'task' column")
+        raise InvalidRequest.of_field("suite", "a CSV suite needs a header row with a 'task' column")
     tasks = []
     for number, row in enumerate(reader, start=2):
-        item: dict = {}
+        item: dict[str, Any] = {}
         for column, value in row.items():
             if column is None or value is None or value == "":
                 continue
@@ -342,10 +363,10 @@ def parse_csv_suite(text: str) -> list[dict]:
                 try:
                     item[column] = json.loads(value)
                 except ValueError as error:
-                    raise invalid(f"suite line {number}", f"{column} is not JSON: {error}") from None
+                    raise InvalidRequest.of_field(f"suite line {number}", f"{column} is not JSON: {error}") from None
             else:
                 item[column] = value
         tasks.append(item)
     if not tasks:
-        raise invalid("suite", "has no tasks")
+        raise InvalidRequest.of_field("suite", "has no tasks")
     return tasks

@@ -88,7 +88,7 @@ class RunFacts:
         return cell(self.success, self.verdict, self.blocked, self.impossible)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Scoring:
     """Runs whose data equals the expected data, and per top-level field of it."""
 
@@ -108,7 +108,7 @@ def score(expected: object, datas: Sequence[object]) -> Scoring:
     return Scoring(runs=len(datas), exact=exact, exact_rate=exact / len(datas) if datas else None, fields=fields)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GroupStats:
     """Per task and configuration: the agent's success rate, the judge's pass@k, cost, turns, duration, flakiness."""
 
@@ -162,7 +162,7 @@ def group_stats(facts: Sequence[RunFacts], expected: object = None) -> GroupStat
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Calibration:
     """How often the judge was right where an operator recorded the truth (uncertain verdicts counted apart)."""
 

@@ -1,18 +1,20 @@
 """Operator pages of evaluations: batches (list, launch form, statistics), the triage queue."""
 
 import json
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agent_platform.access import current_workspace
+from agent_platform.access import OperatorRequest, current_workspace
+from agent_platform.errors import InvalidRequest, ServiceError
 from judge.models import Judgment
-from runs.launch import MAX_TURNS_LIMIT, LaunchError
+from runs.launch import MAX_TURNS_LIMIT
 
 from . import reports, services, stats
 from .models import Batch, BatchConfig, Truth
@@ -29,7 +31,7 @@ CELL_LABELS = {
 }
 
 
-def find_batch(request, batch_id: str) -> Batch:
+def find_batch(request: OperatorRequest, batch_id: str) -> Batch:
     batch = Batch.objects.for_workspace(current_workspace(request)).filter(public_id=batch_id).first()
     if batch is None:
         raise Http404("No such batch.")
@@ -37,13 +39,13 @@ def find_batch(request, batch_id: str) -> Batch:
 
 
 @login_required
-def batch_list(request):
+def batch_list(request: OperatorRequest) -> HttpResponse:
     workspace = current_workspace(request)
     page = Paginator(Batch.objects.for_workspace(workspace), 25).get_page(request.GET.get("page"))
     return render(request, "evals/list.html", {"workspace": workspace, "page": page, "batches": page.object_list})
 
 
-def configs_from_form(post) -> list[dict]:
+def configs_from_form(post: QueryDict) -> list[dict[str, Any]]:
     """Configuration rows of the form; the first is always kept (the defaults), the others when anything is set."""
     models, efforts, turns = (post.getlist(name) for name in ("config_model", "config_effort", "config_max_turns"))
     configs = []
@@ -53,7 +55,7 @@ def configs_from_form(post) -> list[dict]:
         max_turns = (turns[index] if index < len(turns) else "").strip()
         if index > 0 and not (model or effort or max_turns):
             continue
-        config: dict = {}
+        config: dict[str, Any] = {}
         if model:
             config["model"] = model
         if effort:
@@ -64,11 +66,11 @@ def configs_from_form(post) -> list[dict]:
     return configs
 
 
-def tasks_from_form(request) -> list[dict]:
+def tasks_from_form(request: HttpRequest) -> list[Any]:
     upload = request.FILES.get("suite")
     if upload is not None:
-        return services.parse_suite(upload.read(services.SUITE_MAX_BYTES + 1), upload.name)
-    item: dict = {"task": request.POST.get("task", "")}
+        return services.parse_suite(upload.read(services.SUITE_MAX_BYTES + 1), upload.name or "")
+    item: dict[str, Any] = {"task": request.POST.get("task", "")}
     if request.POST.get("start_url", "").strip():
         item["start_url"] = request.POST["start_url"]
     statements = [line for line in request.POST.get("judge_context", "").splitlines() if line.strip()]
@@ -80,11 +82,11 @@ def tasks_from_form(request) -> list[dict]:
             try:
                 item[name] = json.loads(text)
             except ValueError as error:
-                raise services.invalid(name, f"is not JSON: {error}") from None
+                raise InvalidRequest.of_field(name, f"is not JSON: {error}") from None
     return [item]
 
 
-def form_int(post, name: str):
+def form_int(post: QueryDict, name: str) -> int | str | None:
     value = post.get(name, "").strip()
     if not value:
         return None
@@ -92,9 +94,9 @@ def form_int(post, name: str):
 
 
 @login_required
-def batch_new(request):
+def batch_new(request: OperatorRequest) -> HttpResponse:
     workspace = current_workspace(request)
-    error = None
+    error: ServiceError | None = None
     if request.method == "POST":
         try:
             batch = services.create_batch(
@@ -108,8 +110,8 @@ def batch_new(request):
                 pass_k=form_int(request.POST, "pass_k"),
                 created_by=request.user,
             )
-        except LaunchError as launch_error:
-            error = launch_error
+        except ServiceError as refusal:
+            error = refusal
         else:
             return redirect("evals:detail", batch.public_id)
     return render(
@@ -124,15 +126,15 @@ def batch_new(request):
             "max_turns_default": settings.RUN_DEFAULT_MAX_TURNS,
             "max_turns_limit": MAX_TURNS_LIMIT,
         },
-        status=400 if error else 200,
+        status=error.status if error else 200,
     )
 
 
 @login_required
-def batch_detail(request, batch_id: str):
+def batch_detail(request: OperatorRequest, batch_id: str) -> HttpResponse:
     batch = find_batch(request, batch_id)
-    round_number = request.GET.get("round")
-    round_number = int(round_number) if round_number and round_number.isdigit() else None
+    round_text = request.GET.get("round")
+    round_number = int(round_text) if round_text and round_text.isdigit() else None
     report = reports.batch_report(batch, round_number)
     rows = []
     for group in report.groups:
@@ -150,7 +152,7 @@ def batch_detail(request, batch_id: str):
 
 @login_required
 @require_POST
-def batch_cancel(request, batch_id: str):
+def batch_cancel(request: OperatorRequest, batch_id: str) -> HttpResponse:
     batch = services.cancel_batch(find_batch(request, batch_id))
     messages.success(request, f"Batch {batch.public_id} is cancelled; no more of its runs launch.")
     return redirect("evals:detail", batch.public_id)
@@ -158,7 +160,7 @@ def batch_cancel(request, batch_id: str):
 
 @login_required
 @require_POST
-def batch_rejudge(request, batch_id: str):
+def batch_rejudge(request: OperatorRequest, batch_id: str) -> HttpResponse:
     batch = find_batch(request, batch_id)
     statements = [line for line in request.POST.get("judge_context", "").splitlines() if line.strip()]
     try:
@@ -168,7 +170,7 @@ def batch_rejudge(request, batch_id: str):
             judge_model=request.POST.get("judge_model", "").strip() or None,
             requested_by=request.user,
         )
-    except LaunchError as error:
+    except ServiceError as error:
         messages.error(request, error.message)
         return redirect("evals:detail", batch.public_id)
     messages.success(request, f"Judging round {round_.number} started; its numbers fill in as the judge answers.")
@@ -176,7 +178,7 @@ def batch_rejudge(request, batch_id: str):
 
 
 @login_required
-def triage(request):
+def triage(request: OperatorRequest) -> HttpResponse:
     workspace = current_workspace(request)
     kind = request.GET.get("kind") if request.GET.get("kind") in reports.TRIAGE_KINDS else None
     include_resolved = request.GET.get("resolved") == "1"
@@ -211,7 +213,7 @@ def triage(request):
 
 @login_required
 @require_POST
-def record_truth(request, judgment_id: str):
+def record_truth(request: OperatorRequest, judgment_id: str) -> HttpResponse:
     workspace = current_workspace(request)
     # A str route (not int), so every operator route resolves for the access checks; ids are digits.
     if not judgment_id.isdigit() or len(judgment_id) > 18:
@@ -227,10 +229,9 @@ def record_truth(request, judgment_id: str):
             note=request.POST.get("note", ""),
             recorded_by=request.user,
         )
-    except LaunchError as error:
+    except ServiceError as error:
         messages.error(request, error.message)
     else:
         messages.success(request, f"Truth recorded for {judgment.run.public_id}.")
-    return redirect(
-        request.POST.get("next") if str(request.POST.get("next", "")).startswith("/triage/") else "evals:triage"
-    )
+    next_url = request.POST.get("next", "")
+    return redirect(next_url if next_url.startswith("/triage/") else "evals:triage")

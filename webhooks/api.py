@@ -1,14 +1,13 @@
 """The webhooks API: a workspace's endpoints, their deliveries with every attempt's response code, and resending."""
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiError
-from runs.launch import LaunchError
+from agent_platform.api import ERROR_RESPONSES, ApiRequest
+from agent_platform.errors import NotFound
 
 from . import services
 from .models import Delivery, Endpoint
@@ -69,7 +68,7 @@ class DeliveryListOut(Schema):
     deliveries: list[DeliveryOut]
 
 
-def endpoint_out(endpoint: Endpoint) -> dict:
+def endpoint_out(endpoint: Endpoint) -> dict[str, Any]:
     return {
         "id": endpoint.public_id,
         "url": endpoint.url,
@@ -79,7 +78,7 @@ def endpoint_out(endpoint: Endpoint) -> dict:
     }
 
 
-def delivery_out(delivery: Delivery) -> dict:
+def delivery_out(delivery: Delivery) -> dict[str, Any]:
     return {
         "id": delivery.public_id,
         "endpoint_id": delivery.endpoint.public_id,
@@ -100,14 +99,14 @@ def delivery_out(delivery: Delivery) -> dict:
                 "duration_ms": a.duration_ms,
             }
             for a in delivery.attempt_log.all()
-        ],  # fmt: skip
+        ],
     }
 
 
-def find_endpoint(request: HttpRequest, endpoint_id: str) -> Endpoint:
+def find_endpoint(request: ApiRequest, endpoint_id: str) -> Endpoint:
     endpoint = Endpoint.objects.for_workspace(request.workspace).filter(public_id=endpoint_id).first()
     if endpoint is None:
-        raise ApiError("not_found", f"No webhook endpoint '{endpoint_id}' in this workspace.")
+        raise NotFound(f"No webhook endpoint '{endpoint_id}' in this workspace.")
     return endpoint
 
 
@@ -118,23 +117,20 @@ def find_endpoint(request: HttpRequest, endpoint_id: str) -> Endpoint:
     description="Deliveries are JSON bodies signed with HMAC-SHA256 (headers Pilothouse-Timestamp and "
     "Pilothouse-Signature; see docs/webhooks.md). A URL on an internal address is refused.",
 )
-def create_endpoint(request: HttpRequest, payload: EndpointIn):
-    try:
-        endpoint = services.create_endpoint(request.workspace, url=payload.url, events=list(payload.events))
-    except LaunchError as error:
-        raise ApiError(error.type, error.message, error.detail) from None
+def create_endpoint(request: ApiRequest, payload: EndpointIn) -> Status[dict[str, Any]]:
+    endpoint = services.create_endpoint(request.workspace, url=payload.url, events=list(payload.events))
     return Status(201, {**endpoint_out(endpoint), "secret": endpoint.secret})
 
 
 @router.get("/webhooks/endpoints", response={200: EndpointListOut, **ERROR_RESPONSES}, summary="List webhook endpoints")
-def list_endpoints(request: HttpRequest):
+def list_endpoints(request: ApiRequest) -> dict[str, Any]:
     return {"endpoints": [endpoint_out(e) for e in Endpoint.objects.for_workspace(request.workspace)]}
 
 
 @router.delete(
     "/webhooks/endpoints/{endpoint_id}", response={204: None, **ERROR_RESPONSES}, summary="Remove a webhook endpoint"
 )
-def delete_endpoint(request: HttpRequest, endpoint_id: str):
+def delete_endpoint(request: ApiRequest, endpoint_id: str) -> Status[None]:
     services.delete_endpoint(find_endpoint(request, endpoint_id))
     return Status(204, None)
 
@@ -144,7 +140,7 @@ def delete_endpoint(request: HttpRequest, endpoint_id: str):
     response={200: DeliveryListOut, **ERROR_RESPONSES},
     summary="Deliveries to an endpoint, newest first, with every attempt's response code",
 )
-def list_deliveries(request: HttpRequest, endpoint_id: str, limit: int = Query(50, ge=1, le=200)):
+def list_deliveries(request: ApiRequest, endpoint_id: str, limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
     endpoint = find_endpoint(request, endpoint_id)
     deliveries = (
         endpoint.deliveries.select_related("endpoint", "resend_of").prefetch_related("attempt_log").all()[:limit]
@@ -158,8 +154,8 @@ def list_deliveries(request: HttpRequest, endpoint_id: str, limit: int = Query(5
     summary="Send a delivery's event again",
     description="A new delivery of the same event, with its own id, timestamp and retries.",
 )
-def resend_delivery(request: HttpRequest, delivery_id: str):
+def resend_delivery(request: ApiRequest, delivery_id: str) -> Status[dict[str, Any]]:
     delivery = Delivery.objects.filter(public_id=delivery_id, endpoint__workspace=request.workspace).first()
     if delivery is None:
-        raise ApiError("not_found", f"No webhook delivery '{delivery_id}' in this workspace.")
+        raise NotFound(f"No webhook delivery '{delivery_id}' in this workspace.")
     return Status(202, delivery_out(services.resend(delivery)))

@@ -7,4 +7,4 @@ class WebhooksConfig(AppConfig):
     name = "webhooks"
 
     def ready(self) -> None:
-        from . import receivers  # noqa: F401  (connects the run and batch listeners)
+        from . import receivers  # noqa: F401, PLC0415 (lazy: connects the run and batch listeners once the models are ready)

@@ -1,16 +1,19 @@
 """What a webhook says about a run, a judgment or a batch: public fields only (never secrets or judge_context)."""
 
+from datetime import datetime
+from typing import Any
+
 from evals.models import Batch
 from evals.reports import batch_report
 from judge.models import Judgment
 from runs.models import Run
 
 
-def instant(value) -> str | None:
+def instant(value: datetime | None) -> str | None:
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else None
 
 
-def run_data(run: Run) -> dict:
+def run_data(run: Run) -> dict[str, Any]:
     return {
         "id": run.public_id,
         "session_id": run.session.public_id,
@@ -30,11 +33,11 @@ def run_data(run: Run) -> dict:
     }
 
 
-def judgment_data(judgment: Judgment) -> dict:
+def judgment_data(judgment: Judgment) -> dict[str, Any]:
     return {**judgment.as_dict(), "id": judgment.pk, "judge_model": judgment.model}
 
 
-def batch_data(batch: Batch) -> dict:
+def batch_data(batch: Batch) -> dict[str, Any]:
     report = batch_report(batch)
     return {
         "id": batch.public_id,

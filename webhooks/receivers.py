@@ -1,10 +1,13 @@
 """Listeners: run.finished, run.judged (from runs) and batch.finished (from evals) become webhook deliveries."""
 
+from typing import Any
+
 from django.dispatch import receiver
 
 from evals.models import Batch
 from evals.signals import batch_finished
 from judge.models import Judgment
+from runs.models import Event, Run
 from runs.signals import run_lifecycle_event
 
 from . import payloads, services
@@ -12,7 +15,7 @@ from .models import EventType
 
 
 @receiver(run_lifecycle_event, dispatch_uid="webhooks.on_run_event")
-def on_run_event(sender, run, event, **kwargs) -> None:
+def on_run_event(sender: type[Run], run: Run, event: Event, **kwargs: Any) -> None:
     if event.type == EventType.RUN_FINISHED:
         services.record_event(run.workspace_id, EventType.RUN_FINISHED, lambda: {"run": payloads.run_data(run)})
     elif event.type == EventType.RUN_JUDGED:
@@ -20,10 +23,10 @@ def on_run_event(sender, run, event, **kwargs) -> None:
 
 
 @receiver(batch_finished, dispatch_uid="webhooks.on_batch_finished")
-def on_batch_finished(sender, batch: Batch, **kwargs) -> None:
+def on_batch_finished(sender: type[Batch], batch: Batch, **kwargs: Any) -> None:
     services.record_event(batch.workspace_id, EventType.BATCH_FINISHED, lambda: {"batch": payloads.batch_data(batch)})
 
 
-def judged_data(run, event) -> dict:
+def judged_data(run: Run, event: Event) -> dict[str, Any]:
     judgment = Judgment.objects.get(pk=event.payload["judgment_id"], run=run)
     return {"run": payloads.run_data(run), "judgment": payloads.judgment_data(judgment)}

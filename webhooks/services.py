@@ -5,15 +5,18 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from agent_platform.errors import InvalidRequest
 from agent_platform.models import Workspace
-from runs.launch import invalid
 
 from . import signing
 from .models import Attempt, Delivery, Endpoint, EventType
@@ -30,31 +33,31 @@ ERROR_MAX_CHARS = 500
 # --- endpoints -----------------------------------------------------------------------------------------------------
 
 
-def clean_events(events) -> list[str]:
+def clean_events(events: object) -> list[str]:
     if not isinstance(events, list) or not events:
-        raise invalid("events", "must list at least one of run.finished, run.judged, batch.finished")
+        raise InvalidRequest.of_field("events", "must list at least one of run.finished, run.judged, batch.finished")
     cleaned = []
     for index, event in enumerate(events):
         if event not in EventType.values:
-            raise invalid(f"events[{index}]", "must be run.finished, run.judged or batch.finished")
+            raise InvalidRequest.of_field(f"events[{index}]", "must be run.finished, run.judged or batch.finished")
         if event not in cleaned:
             cleaned.append(event)
     return cleaned
 
 
-def create_endpoint(workspace: Workspace, *, url, events, created_by=None) -> Endpoint:
+def create_endpoint(workspace: Workspace, *, url: object, events: object, created_by: User | None = None) -> Endpoint:
     """Add an endpoint; a URL the address policy refuses (internal addresses) is refused here, before any request."""
     if not isinstance(url, str) or not url.strip():
-        raise invalid("url", "is required")
+        raise InvalidRequest.of_field("url", "is required")
     url = url.strip()
     if len(url) > URL_MAX_CHARS:
-        raise invalid("url", f"is longer than {URL_MAX_CHARS} characters")
+        raise InvalidRequest.of_field("url", f"is longer than {URL_MAX_CHARS} characters")
     refusal = address_refusal(url)
     if refusal is not None:
-        raise invalid("url", f"is refused: {refusal}")
+        raise InvalidRequest.of_field("url", f"is refused: {refusal}")
     events = clean_events(events)
     if Endpoint.objects.for_workspace(workspace).count() >= ENDPOINTS_LIMIT:
-        raise invalid("url", f"a workspace has at most {ENDPOINTS_LIMIT} endpoints")
+        raise InvalidRequest.of_field("url", f"a workspace has at most {ENDPOINTS_LIMIT} endpoints")
     return Endpoint.objects.create(workspace=workspace, url=url, events=events, created_by=created_by)
 
 
@@ -72,7 +75,7 @@ def body_of(delivery: Delivery, event_type: str, data: dict) -> str:
 
 
 def enqueue(delivery: Delivery) -> None:
-    from .tasks import deliver  # lazily: the task module imports this one
+    from .tasks import deliver  # noqa: PLC0415 (lazy: the task module imports this one)
 
     def send() -> None:
         try:
@@ -120,8 +123,16 @@ def retry_delay(number: int) -> int:
     return min(settings.WEBHOOK_RETRY_BASE_SECONDS * 2 ** (number - 1), settings.WEBHOOK_RETRY_MAX_SECONDS)
 
 
-def post(endpoint: Endpoint, delivery: Delivery) -> tuple[int | None, str]:
-    """POST the signed body once; (status code, error) where a transport failure has no code.
+@dataclass(frozen=True)
+class Answer:
+    """What one attempt got: the response's status code, or no code and why (a transport failure, a refusal)."""
+
+    code: int | None
+    error: str = ""
+
+
+def post(endpoint: Endpoint, delivery: Delivery) -> Answer:
+    """POST the signed body once.
 
     http.client follows no redirect (a redirect is an answer, not a new address that would step around the address
     policy) and reads no proxy from the environment.
@@ -137,6 +148,8 @@ def post(endpoint: Endpoint, delivery: Delivery) -> tuple[int | None, str]:
         signing.SIGNATURE_HEADER: signing.signature(endpoint.secret, timestamp, body),
     }
     parts = urlsplit(endpoint.url)
+    if parts.hostname is None:  # the address policy refuses such a URL first; never connect to a default host
+        return Answer(None, "the URL has no host")
     connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     connection = connection_class(parts.hostname, parts.port, timeout=settings.WEBHOOK_TIMEOUT_SECONDS)
@@ -144,9 +157,9 @@ def post(endpoint: Endpoint, delivery: Delivery) -> tuple[int | None, str]:
         connection.request("POST", path, body=body, headers=headers)
         response = connection.getresponse()
         response.read(64 * 1024)
-        return response.status, ""
+        return Answer(response.status)
     except (OSError, http.client.HTTPException, ValueError) as error:
-        return None, f"{type(error).__name__}: {error}"[:ERROR_MAX_CHARS]
+        return Answer(None, f"{type(error).__name__}: {error}"[:ERROR_MAX_CHARS])
     finally:
         connection.close()
 
@@ -166,17 +179,22 @@ def attempt(delivery_pk: int, number: int) -> int | None:
     started = time.monotonic()
     refusal = address_refusal(endpoint.url)
     if refusal is not None:
-        code, error = None, f"refused by the address policy before any connection: {refusal}"
+        answer = Answer(None, f"refused by the address policy before any connection: {refusal}")
     else:
-        code, error = post(endpoint, delivery)
+        answer = post(endpoint, delivery)
     duration_ms = int((time.monotonic() - started) * 1000)
     now = timezone.now()
     Attempt.objects.create(
-        delivery=delivery, number=number, attempted_at=now, response_code=code, error=error, duration_ms=duration_ms
+        delivery=delivery,
+        number=number,
+        attempted_at=now,
+        response_code=answer.code,
+        error=answer.error,
+        duration_ms=duration_ms,
     )
-    fields = {"response_code": code, "last_error": error}
+    fields: dict[str, Any] = {"response_code": answer.code, "last_error": answer.error}
     delay = None
-    if code is not None and 200 <= code < 300:
+    if answer.code is not None and 200 <= answer.code < 300:
         fields.update(status=Delivery.Status.DELIVERED, delivered_at=now, next_attempt_at=None)
     else:
         delay = retry_delay(number)

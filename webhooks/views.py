@@ -3,12 +3,13 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agent_platform.access import current_workspace, is_owner
-from runs.launch import LaunchError
+from agent_platform.access import OperatorRequest, current_workspace, is_owner
+from agent_platform.errors import ServiceError
+from agent_platform.models import Workspace
 
 from . import services
 from .models import Delivery, Endpoint, EventType
@@ -16,7 +17,14 @@ from .models import Delivery, Endpoint, EventType
 DELIVERIES_SHOWN = 50
 
 
-def page(request, workspace, **extra):
+def page(
+    request: OperatorRequest,
+    workspace: Workspace,
+    *,
+    error: ServiceError | None = None,
+    values: QueryDict | None = None,
+    new_endpoint: Endpoint | None = None,
+) -> HttpResponse:
     endpoints = Endpoint.objects.for_workspace(workspace)
     deliveries = (
         Delivery.objects.filter(endpoint__workspace=workspace)
@@ -29,21 +37,23 @@ def page(request, workspace, **extra):
         "deliveries": deliveries,
         "event_types": EventType.values,
         "can_manage": is_owner(request.user, workspace),
-        **extra,
+        "error": error,
+        "values": values,
+        "new_endpoint": new_endpoint,
     }
-    response = render(request, "webhooks/settings.html", context, status=400 if extra.get("error") else 200)
+    response = render(request, "webhooks/settings.html", context, status=error.status if error else 200)
     response["Cache-Control"] = "no-store"
     return response
 
 
 @login_required
-def webhook_settings(request):
+def webhook_settings(request: OperatorRequest) -> HttpResponse:
     return page(request, current_workspace(request))
 
 
 @login_required
 @require_POST
-def endpoint_create(request):
+def endpoint_create(request: OperatorRequest) -> HttpResponse:
     workspace = current_workspace(request)
     if not is_owner(request.user, workspace):
         raise PermissionDenied("Only a workspace owner manages webhook endpoints.")
@@ -51,7 +61,7 @@ def endpoint_create(request):
         endpoint = services.create_endpoint(
             workspace, url=request.POST.get("url", ""), events=request.POST.getlist("events"), created_by=request.user
         )
-    except LaunchError as error:
+    except ServiceError as error:
         return page(request, workspace, error=error, values=request.POST)
     # The secret is shown on this response only.
     return page(request, workspace, new_endpoint=endpoint)
@@ -59,7 +69,7 @@ def endpoint_create(request):
 
 @login_required
 @require_POST
-def endpoint_delete(request, endpoint_id: str):
+def endpoint_delete(request: OperatorRequest, endpoint_id: str) -> HttpResponse:
     workspace = current_workspace(request)
     if not is_owner(request.user, workspace):
         raise PermissionDenied("Only a workspace owner manages webhook endpoints.")
@@ -73,7 +83,7 @@ def endpoint_delete(request, endpoint_id: str):
 
 @login_required
 @require_POST
-def delivery_resend(request, delivery_id: str):
+def delivery_resend(request: OperatorRequest, delivery_id: str) -> HttpResponse:
     workspace = current_workspace(request)
     delivery = Delivery.objects.filter(public_id=delivery_id, endpoint__workspace=workspace).first()
     if delivery is None:

@@ -1,9 +1,10 @@
 """Seed the published Claude prices per million tokens, valid from 2025-01-01; unknown models stay unpriced."""
 
 from datetime import UTC, datetime
-from decimal import Decimal
 
 from django.db import migrations
+
+from agent_platform import price_seeding
 
 VALID_FROM = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -22,32 +23,15 @@ PUBLISHED = [
     ("claude-haiku-4-5", "standard", "1", "5", "1.25", "2", "0.10"),
 ]
 
+PRICES = [price_seeding.PublishedPrice(model, speed, VALID_FROM, *rates) for model, speed, *rates in PUBLISHED]
+
 
 def seed_prices(apps, schema_editor):
-    Price = apps.get_model("agent_platform", "Price")
-    for model, speed, input_, output, write_5m, write_1h, read in PUBLISHED:
-        Price.objects.update_or_create(
-            model=model,
-            speed=speed,
-            valid_from=VALID_FROM,
-            defaults={
-                "input_per_mtok": Decimal(input_),
-                "output_per_mtok": Decimal(output),
-                "cache_write_5m_per_mtok": Decimal(write_5m),
-                "cache_write_1h_per_mtok": Decimal(write_1h),
-                "cache_read_per_mtok": Decimal(read),
-                "supports_vision": True,
-            },
-        )
+    price_seeding.seed_prices(apps, PRICES)
 
 
 def remove_unused_seeded_prices(apps, schema_editor):
-    Price = apps.get_model("agent_platform", "Price")
-    ModelRequest = apps.get_model("agent_platform", "ModelRequest")
-    # A price a request was billed at is part of that request's history: keep it.
-    used = ModelRequest.objects.filter(price__isnull=False).values("price_id")
-    for model, speed, *_ in PUBLISHED:
-        Price.objects.filter(model=model, speed=speed, valid_from=VALID_FROM).exclude(pk__in=used).delete()
+    price_seeding.remove_unused_seeded_prices(apps, PRICES)
 
 
 class Migration(migrations.Migration):

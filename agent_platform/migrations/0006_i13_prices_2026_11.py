@@ -1,9 +1,10 @@
 """Seed the Claude 5 lineup's prices as of November 2026, each from the day it took effect; older rows stay."""
 
 from datetime import UTC, datetime
-from decimal import Decimal
 
 from django.db import migrations
+
+from agent_platform import price_seeding
 
 # Haiku 5.5 bills a whole request at its long-prompt rates once the prompt (input + cache read + cache write) passes
 # 100,000 tokens: the second tier starts at 100,001.
@@ -32,34 +33,18 @@ def valid_from(day: str) -> datetime:
     return datetime.fromisoformat(day).replace(tzinfo=UTC)
 
 
+PRICES = [
+    price_seeding.PublishedPrice(model, speed, valid_from(day), *rates, min_prompt_tokens=tier)
+    for model, speed, tier, day, *rates in PUBLISHED
+]
+
+
 def seed_prices(apps, schema_editor):
-    Price = apps.get_model("agent_platform", "Price")
-    for model, speed, tier, day, input_, output, write_5m, write_1h, read in PUBLISHED:
-        Price.objects.update_or_create(
-            model=model,
-            speed=speed,
-            valid_from=valid_from(day),
-            min_prompt_tokens=tier,
-            defaults={
-                "input_per_mtok": Decimal(input_),
-                "output_per_mtok": Decimal(output),
-                "cache_write_5m_per_mtok": Decimal(write_5m),
-                "cache_write_1h_per_mtok": Decimal(write_1h),
-                "cache_read_per_mtok": Decimal(read),
-                "supports_vision": True,
-            },
-        )
+    price_seeding.seed_prices(apps, PRICES)
 
 
 def remove_unused_seeded_prices(apps, schema_editor):
-    Price = apps.get_model("agent_platform", "Price")
-    ModelRequest = apps.get_model("agent_platform", "ModelRequest")
-    # A price a request was billed at is part of that request's history: keep it.
-    used = ModelRequest.objects.filter(price__isnull=False).values("price_id")
-    for model, speed, tier, day, *_ in PUBLISHED:
-        Price.objects.filter(model=model, speed=speed, valid_from=valid_from(day), min_prompt_tokens=tier).exclude(
-            pk__in=used
-        ).delete()
+    price_seeding.remove_unused_seeded_prices(apps, PRICES)
 
 
 class Migration(migrations.Migration):

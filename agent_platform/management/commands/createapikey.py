@@ -1,5 +1,8 @@
 """Issue an API key for a workspace; the secret is printed alone on the last line, once."""
 
+from argparse import ArgumentParser
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.text import slugify
@@ -14,7 +17,7 @@ class Command(BaseCommand):
         "workspace's members."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("workspace", nargs="?", default="", help="workspace slug (or name with --create)")
         parser.add_argument(
             "--for",
@@ -26,14 +29,12 @@ class Command(BaseCommand):
         parser.add_argument("--create", action="store_true", help="create the workspace if it does not exist")
         parser.add_argument("--name", default="", help="a label for the key")
 
-    def handle(self, *args, workspace: str, for_user: str, create: bool, name: str, **options):
+    def handle(self, *args: Any, workspace: str, for_user: str, create: bool, name: str, **options: Any) -> None:
         user = None
         if for_user:
             user = get_user_model().objects.filter(username=for_user).first()
             if user is None:
                 raise CommandError(f"No user {for_user!r}.")
-        if not workspace and user is None:
-            raise CommandError("Name a workspace, or give --for USERNAME to use that user's workspace.")
         if workspace:
             found = self.named_workspace(workspace, create)
             if user is not None:
@@ -42,6 +43,8 @@ class Command(BaseCommand):
                 )
                 if added:
                     self.stderr.write(f"Added {user.username} to workspace {found.slug} as an owner.")
+        elif user is None:
+            raise CommandError("Name a workspace, or give --for USERNAME to use that user's workspace.")
         else:
             membership = Membership.objects.filter(user=user).select_related("workspace").order_by("created_at").first()
             if membership is None:

@@ -1,6 +1,8 @@
 """On first start, create an operator account and a workspace, and say how to sign in."""
 
 import secrets
+from argparse import ArgumentParser
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
@@ -11,11 +13,11 @@ from agent_platform.models import Membership, Workspace
 class Command(BaseCommand):
     help = "Create the first operator (a superuser) and a default workspace if there is no user yet."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--username", default="operator")
         parser.add_argument("--url", default="http://127.0.0.1:8000/")
 
-    def handle(self, *args, username: str, url: str, **options):
+    def handle(self, *args: Any, username: str, url: str, **options: Any) -> None:
         User = get_user_model()
         if User.objects.exists():
             self.stdout.write(f"Sign in at {url} with your operator account.")
