@@ -9,8 +9,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_platform import ids
+from agent_platform.lib.timestamps import rfc3339
 from runs.agent.model import ModelUnavailable
-from runs.events import emit, timestamp
+from runs.events import emit
 from runs.lifecycle import cancel_requested
 from runs.models import Run
 
@@ -101,7 +102,7 @@ def evaluate(run: Run, iteration: int, final_view: dict | None, *, done: dict | 
                 "id": start_id,
                 "outcome_id": outcome.public_id,
                 "iteration": iteration,
-                "processed_at": timestamp(started_at),
+                "processed_at": rfc3339(started_at),
             },
             public_id=start_id,
             processed_at=started_at,
@@ -139,7 +140,7 @@ def evaluate(run: Run, iteration: int, final_view: dict | None, *, done: dict | 
                 "iteration": iteration,
                 "outcome_evaluation_start_id": start_id,
                 "outcome_id": outcome.public_id,
-                "processed_at": timestamp(finished_at),
+                "processed_at": rfc3339(finished_at),
                 "result": str(result),
                 "usage": usage,
             },

@@ -36,11 +36,6 @@ def next_seq(run: Run) -> int:
         return cursor.fetchone()[0]
 
 
-def timestamp(moment) -> str:
-    """RFC 3339 in UTC, exactly as an event's envelope writes its processed_at."""
-    return moment.isoformat().replace("+00:00", "Z")
-
-
 def emit(run: Run, type: str, data: dict, *, public_id: str | None = None, processed_at=None) -> Event:
     """Append an event to the run and, once it is committed, push it to live viewers.
 
