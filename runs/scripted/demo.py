@@ -397,15 +397,14 @@ class ScriptedDemoModel:
 
     def contact_plan(self, snapshot: str) -> list[tuple[str, dict[str, Any], str]] | None:
         controls = parse_controls(snapshot)
-        fields = {
-            "name": find_control(controls, {"textbox"}, "name", avoid="email"),
-            "email": find_control(controls, {"textbox"}, "email", "e-mail"),
-            "message": find_control(controls, {"textbox"}, "message", "comment", "enquiry"),
-        }
+        name = find_control(controls, {"textbox"}, "name", avoid="email")
+        email = find_control(controls, {"textbox"}, "email", "e-mail")
+        message = find_control(controls, {"textbox"}, "message", "comment", "enquiry")
         send = find_control(controls, {"button"}, "send", "submit")
-        if send is None or any(control is None for control in fields.values()):
+        if send is None or name is None or email is None or message is None:
             return None
-        plan = [
+        fields = {"name": name, "email": email, "message": message}
+        plan: list[tuple[str, dict[str, Any], str]] = [
             (
                 "form_input",
                 {"target": {"type": "ref", "ref": fields[key].ref}, "value": CONTACT_VALUES[key]},
