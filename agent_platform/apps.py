@@ -6,3 +6,7 @@ from django.apps import AppConfig
 class AgentPlatformConfig(AppConfig):
     name = "agent_platform"
     verbose_name = "Platform"
+
+    def ready(self) -> None:
+        # Registers the settings checks (pilothouse.E0xx/W0xx) with Django's system check framework.
+        from . import checks  # noqa: F401, PLC0415 (lazy: the checks read runs' modules, loaded only once apps are)

@@ -30,7 +30,7 @@ def envbool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use true/false, 1/0, yes/no, on/off)")
 
 
-def envint(name: str, default: int, *, minimum: int | None = None) -> int:
+def envint(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -40,6 +40,8 @@ def envint(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} is below the minimum of {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} is above the maximum of {maximum}")
     return value
 
 
@@ -94,7 +96,8 @@ SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if envbool("BEHIND_TLS_PROXY", False) else None
+BEHIND_TLS_PROXY = envbool("BEHIND_TLS_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -159,7 +162,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "pilothouse.sqlite3",
+            "NAME": str(VAR_DIR / "pilothouse.sqlite3"),
             "OPTIONS": {
                 "timeout": 30,
                 "transaction_mode": "IMMEDIATE",
@@ -192,13 +195,24 @@ CACHES = {
     }
 }
 
+# Runs: how long one may run, the turns it gets unless its launch says (at most runs.launch.MAX_TURNS_LIMIT, a
+# system check says so), when a silent worker's run is failed, and when a queued run is enqueued again.
+RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)
+RUN_DEFAULT_MAX_TURNS = envint("RUN_DEFAULT_MAX_TURNS", 30, minimum=1)
+RUN_STALE_AFTER_SECONDS = envint("RUN_STALE_AFTER_SECONDS", 60, minimum=5)
+# A run queued this long without a worker claiming it is enqueued again (its message may have been lost with Redis).
+RUN_QUEUED_REDELIVER_SECONDS = envint("RUN_QUEUED_REDELIVER_SECONDS", 300, minimum=5)
+API_RATE_LIMIT_PER_MINUTE = envint("API_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
+
 CELERY_TASK_ACKS_LATE = True
 # A run is never silently executed twice (it may have acted on the web): a lost worker's run is failed by the reaper.
 CELERY_TASK_REJECT_ON_WORKER_LOST = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("RUN_TIME_LIMIT_SECONDS", 1800) + 600}
+# Redis hands an unacknowledged message to another worker after this long: longer than any run, so a running run's
+# message is never delivered twice (and every countdown, like a webhook's retry, must stay below it).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RUN_TIME_LIMIT_SECONDS + 600}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "runs.tasks.*": {"queue": "runs"},
@@ -221,10 +235,8 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
 # The client address is REMOTE_ADDR: a forwarded-for header is believed only behind the TLS proxy we are told of.
-AXES_IPWARE_META_PRECEDENCE_ORDER = (
-    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if envbool("BEHIND_TLS_PROXY", False) else ("REMOTE_ADDR",)
-)
-AXES_IPWARE_PROXY_COUNT = 1 if envbool("BEHIND_TLS_PROXY", False) else None
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if BEHIND_TLS_PROXY else ("REMOTE_ADDR",)
+AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_TLS_PROXY else None
 AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "runs:list"
@@ -274,17 +286,7 @@ BROWSER_VIEWPORT_HEIGHT = envint("BROWSER_VIEWPORT_HEIGHT", 800, minimum=200)
 BROWSER_PID_DIR = Path(envstr("BROWSER_PID_DIR", str(VAR_DIR / "browsers")))
 # The live view's screenshot after each action turn: a JPEG of this quality (1-100), or a PNG with 0. Only people
 # look at it; the judge's final view and the model's own screenshots stay PNG.
-LIVE_VIEW_JPEG_QUALITY = envint("LIVE_VIEW_JPEG_QUALITY", 70, minimum=0)
-if LIVE_VIEW_JPEG_QUALITY > 100:
-    raise ImproperlyConfigured(f"LIVE_VIEW_JPEG_QUALITY={LIVE_VIEW_JPEG_QUALITY} is above the maximum of 100")
-
-# Runs.
-RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)
-RUN_DEFAULT_MAX_TURNS = envint("RUN_DEFAULT_MAX_TURNS", 30, minimum=1)
-RUN_STALE_AFTER_SECONDS = envint("RUN_STALE_AFTER_SECONDS", 60, minimum=5)
-# A run queued this long without a worker claiming it is enqueued again (its message may have been lost with Redis).
-RUN_QUEUED_REDELIVER_SECONDS = envint("RUN_QUEUED_REDELIVER_SECONDS", 300, minimum=5)
-API_RATE_LIMIT_PER_MINUTE = envint("API_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
+LIVE_VIEW_JPEG_QUALITY = envint("LIVE_VIEW_JPEG_QUALITY", 70, minimum=0, maximum=100)
 
 # Webhooks: a failed delivery is retried after base, 2 x base, 4 x base ... seconds (at most max, which stays below
 # the broker's visibility timeout) until 24 hours after the event.

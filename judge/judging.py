@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from agent_platform.lib.text import IMAGE_PLACEHOLDER, content_text, json_text
 from runs.agent.model import ModelUnavailable, create_message, model_profile
 from runs.events import emit
 from runs.models import Event, Run
@@ -37,20 +38,7 @@ ParseAnswer = Callable[[Any], tuple[dict[str, Any] | None, str]]
 
 def text_of(value: Any) -> str:
     """The text of an event field that may be a string, a list of content blocks, or anything JSON."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "\n".join(part for part in (text_of(item) for item in value) if part)
-    if isinstance(value, dict):
-        if value.get("type") == "image":
-            return "[image]"
-        if "text" in value:
-            return text_of(value["text"])
-        if "content" in value:
-            return text_of(value["content"])
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return content_text(value, image=IMAGE_PLACEHOLDER, other=json_text, skip_empty=True)
 
 
 def shorten_tool_result(text: str, limit: int = TOOL_RESULT_CHARS) -> str:

@@ -7,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from agent_platform import ids
+from agent_platform.lib.timestamps import rfc3339
 from runs.models import Run
 
 
@@ -41,7 +42,7 @@ class Judgment(models.Model):
             "reason": self.reason,
             "blocked": self.blocked,
             "impossible": self.impossible,
-            "judged_at": self.judged_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "judged_at": rfc3339(self.judged_at, milliseconds=True),
         }
 
 

@@ -11,8 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_platform import ids
+from agent_platform.lib.timestamps import rfc3339
 from runs.agent.model import ModelUnavailable
-from runs.events import emit, timestamp
+from runs.events import emit
 from runs.lifecycle import cancel_requested
 from runs.models import Run
 
@@ -103,7 +104,7 @@ def evaluate(
                 "id": start_id,
                 "outcome_id": outcome.public_id,
                 "iteration": iteration,
-                "processed_at": timestamp(started_at),
+                "processed_at": rfc3339(started_at),
             },
             public_id=start_id,
             processed_at=started_at,
@@ -142,7 +143,7 @@ def evaluate(
                 "iteration": iteration,
                 "outcome_evaluation_start_id": start_id,
                 "outcome_id": outcome.public_id,
-                "processed_at": timestamp(finished_at),
+                "processed_at": rfc3339(finished_at),
                 "result": str(result),
                 "usage": usage,
             },

@@ -5,6 +5,7 @@ import logging
 import os
 import threading
 from datetime import datetime
+from typing import Any
 
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
@@ -36,12 +37,9 @@ def next_seq(run: Run) -> int:
         return cursor.fetchone()[0]
 
 
-def timestamp(moment) -> str:
-    """RFC 3339 in UTC, exactly as an event's envelope writes its processed_at."""
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def emit(run: Run, type: str, data: dict, *, public_id: str | None = None, processed_at=None) -> Event:
+def emit(
+    run: Run, type: str, data: dict[str, Any], *, public_id: str | None = None, processed_at: datetime | None = None
+) -> Event:
     """Append an event to the run and, once it is committed, push it to live viewers.
 
     seq comes from the run row under a lock, so events are gap-free per run even when the judge and the agent
@@ -52,7 +50,7 @@ def emit(run: Run, type: str, data: dict, *, public_id: str | None = None, proce
     data = mask(data, getattr(run, "secrets", None))
     with transaction.atomic():
         seq = next_seq(run)
-        extra: dict = {"public_id": public_id} if public_id else {}
+        extra: dict[str, Any] = {"public_id": public_id} if public_id else {}
         if processed_at is not None:
             extra["processed_at"] = processed_at
         event = Event.objects.create(run=run, seq=seq, type=type, payload=data, **extra)
@@ -81,7 +79,7 @@ def take_seqs(run: Run, count: int) -> int:
         return cursor.fetchone()[0]
 
 
-def emit_many(run: Run, items: list[tuple[str, dict, datetime]]) -> list[Event]:
+def emit_many(run: Run, items: list[tuple[str, dict[str, Any], datetime]]) -> list[Event]:
     """Append several events, as (type, data, when it happened), with their seqs taken at once and one insert, in
     the caller's transaction (or one of their own); push them, in order, once committed."""
     if not items:
@@ -105,9 +103,13 @@ def emit_many(run: Run, items: list[tuple[str, dict, datetime]]) -> list[Event]:
     return events
 
 
+# What one push sends: (channel group, message) pairs, in order.
+PushMessages = list[tuple[str, dict[str, Any]]]
+
+
 def push(run: Run, event: Event) -> None:
     """Best effort: the database already holds the event, and a viewer that misses a push gets it from the backlog."""
-    messages = [(run_group(run.public_id), {"type": "run.event", "event": event.as_dict()})]
+    messages: PushMessages = [(run_group(run.public_id), {"type": "run.event", "event": event.as_dict()})]
     if event.type in ROW_CHANGING_TYPES:
         messages.append((workspace_group(run.workspace_id), {"type": "run.changed", "run_id": run.public_id}))
     pusher.send(messages)
@@ -124,29 +126,30 @@ class LivePusher:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pid: int | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue | None = None
+        self._started: tuple[asyncio.AbstractEventLoop, asyncio.Queue[PushMessages]] | None = None
 
-    def send(self, messages: list[tuple[str, dict]]) -> None:
-        loop, queue = self._started()
-        if loop is not None:
+    def send(self, messages: PushMessages) -> None:
+        started = self._start()
+        if started is not None:
+            loop, queue = started
             loop.call_soon_threadsafe(queue.put_nowait, messages)
 
-    def _started(self) -> tuple[asyncio.AbstractEventLoop | None, asyncio.Queue | None]:
+    def _start(self) -> tuple[asyncio.AbstractEventLoop, asyncio.Queue[PushMessages]] | None:
+        """This process's loop and queue, started on first use; None without a channel layer."""
         with self._lock:
             if self._pid != os.getpid():  # a forked child starts its own loop
                 layer = get_channel_layer()
                 if layer is None:
-                    return None, None
+                    return None
                 loop = asyncio.new_event_loop()
-                queue: asyncio.Queue = asyncio.Queue()
+                queue: asyncio.Queue[PushMessages] = asyncio.Queue()
                 threading.Thread(target=loop.run_forever, name="live-push", daemon=True).start()
                 asyncio.run_coroutine_threadsafe(self._drain(layer, queue), loop)
-                self._pid, self._loop, self._queue = os.getpid(), loop, queue
-            return self._loop, self._queue
+                self._pid, self._started = os.getpid(), (loop, queue)
+            return self._started
 
     @staticmethod
-    async def _drain(layer, queue: asyncio.Queue) -> None:
+    async def _drain(layer: Any, queue: asyncio.Queue[PushMessages]) -> None:
         while True:
             messages = await queue.get()
             for group, message in messages:

@@ -81,7 +81,7 @@ def same_schema(a: Any, b: Any) -> bool:
 
 def schema_lint(schema: Any) -> list[dict[str, str]]:
     """The launch's own schema rules as plain dicts ({path, keyword, message}), for the form's lint-as-you-type."""
-    return [{"path": p.path, "keyword": p.keyword, "message": p.message} for p in schema_problems(schema)]
+    return [problem.as_dict() for problem in schema_problems(schema)]
 
 
 # --- field checks: each returns the cleaned value or raises InvalidRequest naming the field -------------------------
@@ -211,7 +211,7 @@ def clean_output_schema(output_schema: Any) -> dict[str, Any] | None:
     if problems:
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        detail = [{"path": p.path, "keyword": p.keyword, "message": p.message} for p in problems]
+        detail = [problem.as_dict() for problem in problems]
         raise invalid("output_schema", f"at {first.path}: {first.message}{more}", detail)
     return output_schema
 

@@ -1,8 +1,10 @@
 """A run's state changes: started, finished, cancel requested, failing runs whose worker was lost, and enqueueing
 again runs whose message was lost."""
 
+import functools
 import logging
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -65,10 +67,10 @@ def finish(
     *,
     success: bool | None = None,
     output: str = "",
-    data=None,
+    data: Any = None,
     error_code: str = "",
     error_message: str = "",
-    signals: dict | None = None,
+    signals: dict[str, Any] | None = None,
 ) -> bool:
     """Record a run's end once: a run that already ended (by the reaper, say) keeps its first ending."""
     now = timezone.now()
@@ -146,7 +148,7 @@ def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
     """Enqueue again the runs queued longer than RUN_QUEUED_REDELIVER_SECONDS and not yet claimed: their message may
     have been lost with a non-persistent Redis. Safe if it was not lost: `mark_started` claims a run once, so a second
     message finds it claimed and does nothing. At most once per period per run, each time said in an event."""
-    from .launch import enqueue
+    from .launch import enqueue  # noqa: PLC0415 (lazy: launch calls back into this module to fail a run it cannot enqueue)
 
     queued_for = queued_for or timedelta(seconds=settings.RUN_QUEUED_REDELIVER_SECONDS)
     cutoff = timezone.now() - queued_for
@@ -156,7 +158,7 @@ def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
         waited = int((timezone.now() - run.created_at).total_seconds())
         with transaction.atomic():
             emit(run, "run.requeued", {"waited_seconds": waited, "reason": "not claimed by any worker"})
-            transaction.on_commit(lambda pk=run.pk: enqueue(pk))
+            transaction.on_commit(functools.partial(enqueue, run.pk))
         log.warning("run %s was queued for %s s without a worker claiming it; enqueued again", run.public_id, waited)
         redelivered.append(run.public_id)
     return redelivered

@@ -8,6 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agent_platform import ids
+from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
 
 
@@ -199,5 +200,5 @@ class Event(models.Model):
             "seq": self.seq,
             "type": self.type,
             "data": self.payload,
-            "processed_at": self.processed_at.isoformat().replace("+00:00", "Z"),
+            "processed_at": rfc3339(self.processed_at),
         }

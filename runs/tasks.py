@@ -1,6 +1,6 @@
 """Celery tasks of the runs queue: executing a run, and reaping runs whose worker was lost."""
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from . import lifecycle
 from .agent import worker  # noqa: F401  (connects the signals that close the worker's browser on shutdown)
@@ -10,7 +10,7 @@ WAIT_BEHIND_SECONDS = 2
 
 
 @shared_task(name="runs.tasks.execute_run", bind=True, acks_late=True, max_retries=0, ignore_result=True)
-def execute_run(self, run_id: int) -> None:
+def execute_run(self: Task, run_id: int) -> None:
     """Run one run's agent loop in this worker thread; never retried, since a retry could repeat actions on the web.
 
     A follow-up whose session still has an earlier run queued or running waits for it (re-enqueued with a
@@ -18,7 +18,7 @@ def execute_run(self, run_id: int) -> None:
     if lifecycle.wait_behind_earlier_run(run_id):
         self.apply_async(args=[run_id], countdown=WAIT_BEHIND_SECONDS)
         return
-    from .agent.loop import execute_run as run_loop  # the runtime loads Playwright and the SDK, which the web needn't
+    from .agent.loop import execute_run as run_loop  # noqa: PLC0415 (lazy: the web enqueues through this module, and the runtime loads Playwright, which the web needn't)
 
     run_loop(run_id, worker=self.request.hostname or "worker")
 

@@ -1,6 +1,7 @@
 """Recording a Messages API call: its ModelRequest row, the run's totals, and the agent.usage event; and a whole
 agent turn's record (that request, the turn's events and the run's signals) in one transaction."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,7 +17,7 @@ from .events import emit, emit_many
 from .models import Run
 
 
-def _tokens(usage, name: str) -> int:
+def _tokens(usage: Any, name: str) -> int:
     value = getattr(usage, name, None) if not isinstance(usage, dict) else usage.get(name)
     return int(value or 0)
 
@@ -35,13 +36,13 @@ def record_turn(
     run: Run,
     *,
     answered: Answered | None = None,
-    events: list[tuple[str, dict, datetime]] = (),  # type: ignore[assignment]
-    signals: dict | None = None,
+    events: Sequence[tuple[str, dict[str, Any], datetime]] = (),
+    signals: dict[str, Any] | None = None,
 ) -> None:
     """One agent turn's record in one transaction: the model request that produced it (its row, the run's totals
     and its agent.usage event, first), the turn's events with their seqs taken at once, and the run's signals."""
     with transaction.atomic():
-        items: list[tuple[str, dict, datetime]] = []
+        items: list[tuple[str, dict[str, Any], datetime]] = []
         changes: dict[str, Any] = {}
         if answered is not None:
             request, totals, event = _bill(run, answered)
@@ -55,7 +56,7 @@ def record_turn(
         emit_many(run, [*items, *events])
 
 
-def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict, dict]:
+def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict[str, Any], dict[str, Any]]:
     """The unsaved ModelRequest row of an answered request, the run-total increments and the agent.usage data."""
     usage, source, model, now = answered.usage, answered.source, answered.model, answered.at
     speed = (usage.get("speed") if isinstance(usage, dict) else getattr(usage, "speed", None)) or "standard"
@@ -100,7 +101,7 @@ def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict, dict]:
     return request, totals, event
 
 
-def record_model_request(run: Run, *, source: str, model: str, usage) -> ModelRequest:
+def record_model_request(run: Run, *, source: str, model: str, usage: Any) -> ModelRequest:
     """Store one model request of `run` (usage as the SDK returned it), add it to the run's totals and emit it."""
     request, totals, event = _bill(run, Answered(source, model, usage, timezone.now()))
     with transaction.atomic():

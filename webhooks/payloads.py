@@ -1,16 +1,12 @@
 """What a webhook says about a run, a judgment or a batch: public fields only (never secrets or judge_context)."""
 
-from datetime import datetime
 from typing import Any
 
+from agent_platform.lib.timestamps import rfc3339
 from evals.models import Batch
 from evals.reports import batch_report
 from judge.models import Judgment
 from runs.models import Run
-
-
-def instant(value: datetime | None) -> str | None:
-    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else None
 
 
 def run_data(run: Run) -> dict[str, Any]:
@@ -27,9 +23,9 @@ def run_data(run: Run) -> dict[str, Any]:
         "data": run.data,
         "metadata": run.metadata,
         "usage": run.usage,
-        "created_at": instant(run.created_at),
-        "started_at": instant(run.started_at),
-        "finished_at": instant(run.finished_at),
+        "created_at": rfc3339(run.created_at, milliseconds=True),
+        "started_at": rfc3339(run.started_at, milliseconds=True),
+        "finished_at": rfc3339(run.finished_at, milliseconds=True),
     }
 
 
@@ -57,6 +53,6 @@ def batch_data(batch: Batch) -> dict[str, Any]:
             }
             for group in report.groups
         ],
-        "created_at": instant(batch.created_at),
-        "finished_at": instant(batch.finished_at),
+        "created_at": rfc3339(batch.created_at, milliseconds=True),
+        "finished_at": rfc3339(batch.finished_at, milliseconds=True),
     }

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_platform.errors import InvalidRequest
+from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
 
 from . import signing
@@ -69,7 +70,7 @@ def delete_endpoint(endpoint: Endpoint) -> None:
 
 
 def body_of(delivery: Delivery, event_type: str, data: dict) -> str:
-    created_at = delivery.created_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    created_at = rfc3339(delivery.created_at, milliseconds=True)
     envelope = {"id": delivery.public_id, "type": event_type, "created_at": created_at, "data": data}
     return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), default=str)
 

@@ -67,6 +67,7 @@ from playwright.async_api import (
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
+from agent_platform.lib.text import bounded, first_line
 from runs.agent import browser_reaper
 from runs.agent.egress_proxy import REFUSED_HEADER, EgressProxy
 from runs.agent.network_guard import BlockedRequest, NetworkGuard, normalize_url
@@ -100,7 +101,6 @@ FRAME_WAIT_LIMIT_SECONDS = 1.0
 POPUP_ARRIVAL_LIMIT_SECONDS = 5.0
 SCROLL_PIXELS_PER_NOTCH = 100
 MAX_WAIT_SECONDS = 30.0
-TRUNCATED = "\n[… truncated]"
 
 # Roles an agent acts on; read_page(filter="interactive") keeps the lines with these (and their ancestors' nothing).
 INTERACTIVE_ROLES = frozenset(
@@ -1006,14 +1006,6 @@ async def press_keys(page: Page, chords: list[str], repeat: int) -> None:
 def fingerprint_of(url: str, snapshot: str) -> str:
     """A short hash of a page's URL and accessibility snapshot, its `[ref=…]` numbering left out."""
     return hashlib.sha256(f"{url}\n{REF_MARK.sub('', snapshot)}".encode()).hexdigest()[:16]
-
-
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def bounded(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - len(TRUNCATED)] + TRUNCATED
 
 
 def normalize_ref(ref: str) -> str:

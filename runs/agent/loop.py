@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from agent_platform.lib.text import bounded, content_text, first_line
 from runs import lifecycle
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
@@ -123,13 +124,6 @@ def text_block(text: str) -> dict:
     return {"type": "text", "text": text}
 
 
-def content_text(content: Any) -> str:
-    """The text a tool_result's content holds (images and the browser_state block left out)."""
-    if isinstance(content, str):
-        return content
-    return "\n".join(block.get("text", "") for block in content or [] if block.get("type") == "text")
-
-
 def active_url(content: Any) -> str | None:
     """The active tab's URL from the browser_state block the SDK appends to a member's result."""
     if isinstance(content, str):
@@ -160,10 +154,6 @@ def result_block(use, text: str, *, is_error: bool = False) -> dict:
     if is_error:
         block["is_error"] = True
     return block
-
-
-def bounded(text: str, limit: int = EVENT_TEXT_MAX_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit] + "\n[… truncated]"
 
 
 class AgentLoop:
@@ -797,7 +787,7 @@ class AgentLoop:
         data = {
             "tool_use_id": use.id,
             "name": use.name,
-            "content": bounded(content_text(block["content"])),
+            "content": bounded(content_text(block["content"]), EVENT_TEXT_MAX_CHARS, marker_within_limit=False),
             "notices": lines,
             "is_error": bool(block.get("is_error")),
             "screenshot_url": screenshot_url,
@@ -1044,10 +1034,6 @@ def add_notices(block: dict, lines: list[str]) -> None:
     content = block["content"]
     at = next((index for index, inner in enumerate(content) if inner.get("type") == "browser_state"), len(content))
     content.insert(at, text_block("\n".join(lines)))
-
-
-def first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def execute_run(run_id: int, *, worker: str) -> None:

@@ -45,6 +45,10 @@ class SchemaProblem:
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
 
+    def as_dict(self) -> dict[str, str]:
+        """The problem as the API's error detail and the form's lint show it: {path, keyword, message}."""
+        return {"path": self.path, "keyword": self.keyword, "message": self.message}
+
 
 def serialized_size(value) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
@@ -95,7 +99,7 @@ def schema_problems(schema) -> list[SchemaProblem]:
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as error:
-        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        where = _data_path(error.absolute_path)
         keyword = str(error.absolute_path[-1]) if error.absolute_path else ""
         return [SchemaProblem(where, keyword, f"not a valid JSON Schema: {error.message}")]
     return []

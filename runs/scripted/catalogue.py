@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 THINKING_TYPES = ("adaptive", "between_tools", "disabled", "enabled")
 EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
@@ -49,9 +49,9 @@ class CatalogueModel:
         def support(flag: bool) -> dict[str, bool]:
             return {"supported": flag}
 
-        effort = {level: support(level in self.effort_levels) for level in EFFORT_LEVELS}
+        effort: dict[str, Any] = {level: support(level in self.effort_levels) for level in EFFORT_LEVELS}
         effort["supported"] = bool(self.effort_levels)
-        context = {name: support(name in self.context_management) for name in CONTEXT_STRATEGIES}
+        context: dict[str, Any] = {name: support(name in self.context_management) for name in CONTEXT_STRATEGIES}
         context["supported"] = bool(self.context_management)
         thinking_supported = bool({"adaptive", "enabled", "between_tools"} & set(self.thinking_types))
         return {
@@ -83,8 +83,15 @@ class CatalogueModel:
         }
 
 
-FIVE_X = {"forced_tool_refused": False, "sampling_refused": True}
-FIVE_FIVE_STRICT = {"forced_tool_refused": True, "sampling_refused": True}
+class Refusals(TypedDict):
+    """What a model generation refuses that no capability reports."""
+
+    forced_tool_refused: bool
+    sampling_refused: bool
+
+
+FIVE_X = Refusals(forced_tool_refused=False, sampling_refused=True)
+FIVE_FIVE_STRICT = Refusals(forced_tool_refused=True, sampling_refused=True)
 
 CATALOGUE: tuple[CatalogueModel, ...] = (
     CatalogueModel(

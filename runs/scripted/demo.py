@@ -17,6 +17,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from agent_platform.lib.text import content_text
+
 from .wire import Reply, WireServer, json_reply, text_reply, thinking_block, thinking_shown, tool_use_reply
 
 JUDGE_TOOL = "record_judgment"
@@ -58,25 +60,10 @@ class Step:
     is_error: bool
 
 
-def block_text(content: Any) -> str:
-    """The text of a message's or tool_result's content, whichever shape it has; images are skipped."""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text":
-            parts.append(block.get("text", ""))
-        elif block.get("type") == "tool_result":
-            parts.append(block_text(block.get("content")))
-    return "\n".join(parts)
-
-
 def request_text(request: dict[str, Any]) -> str:
     system = request.get("system")
-    texts = [system if isinstance(system, str) else block_text(system)]
-    texts += [block_text(message.get("content")) for message in request.get("messages") or []]
+    texts = [content_text(system)]
+    texts += [content_text(message.get("content")) for message in request.get("messages") or []]
     return "\n".join(texts)
 
 
@@ -96,7 +83,7 @@ def conversation_steps(messages: list[dict[str, Any]]) -> list[Step]:
                 by_id[block.get("id", "")] = step
             elif block.get("type") == "tool_result" and block.get("tool_use_id") in by_id:
                 step = by_id[block["tool_use_id"]]
-                step.result = block_text(block.get("content"))
+                step.result = content_text(block.get("content"))
                 step.is_error = bool(block.get("is_error"))
     return steps
 
@@ -104,7 +91,7 @@ def conversation_steps(messages: list[dict[str, Any]]) -> list[Step]:
 def first_user_text(messages: list[dict[str, Any]]) -> str:
     for message in messages:
         if message.get("role") == "user":
-            return block_text(message.get("content"))
+            return content_text(message.get("content"))
     return ""
 
 
@@ -351,7 +338,7 @@ class ScriptedDemoModel:
         messages = request.get("messages") or []
         task = first_user_text(messages)
         system = request.get("system")
-        url = start_url(task, system if isinstance(system, str) else block_text(system))
+        url = start_url(task, content_text(system))
         steps = conversation_steps(messages)
         if steps and steps[-1].is_error:
             failed = steps[-1]
@@ -410,15 +397,14 @@ class ScriptedDemoModel:
 
     def contact_plan(self, snapshot: str) -> list[tuple[str, dict[str, Any], str]] | None:
         controls = parse_controls(snapshot)
-        fields = {
-            "name": find_control(controls, {"textbox"}, "name", avoid="email"),
-            "email": find_control(controls, {"textbox"}, "email", "e-mail"),
-            "message": find_control(controls, {"textbox"}, "message", "comment", "enquiry"),
-        }
+        name = find_control(controls, {"textbox"}, "name", avoid="email")
+        email = find_control(controls, {"textbox"}, "email", "e-mail")
+        message = find_control(controls, {"textbox"}, "message", "comment", "enquiry")
         send = find_control(controls, {"button"}, "send", "submit")
-        if send is None or any(control is None for control in fields.values()):
+        if send is None or name is None or email is None or message is None:
             return None
-        plan = [
+        fields = {"name": name, "email": email, "message": message}
+        plan: list[tuple[str, dict[str, Any], str]] = [
             (
                 "form_input",
                 {"target": {"type": "ref", "ref": fields[key].ref}, "value": CONTACT_VALUES[key]},

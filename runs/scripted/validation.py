@@ -70,7 +70,7 @@ class Refusal:
 
 
 class RuleBroken(Exception):
-    def __init__(self, rule: str, message: str, status: int = 400, error_type: str = "invalid_request_error"):
+    def __init__(self, rule: str, message: str, status: int = 400, error_type: str = "invalid_request_error") -> None:
         super().__init__(message)
         self.refusal = Refusal(rule, message, status, error_type)
 
@@ -213,7 +213,7 @@ def _joined_turns(messages: list[dict[str, Any]]) -> list[tuple[str, list[dict[s
     """Consecutive messages of one role joined into one turn, as the API joins them: (role, blocks, first index)."""
     turns: list[tuple[str, list[dict[str, Any]], int]] = []
     for index, message in enumerate(messages):
-        role = message.get("role")
+        role = str(message.get("role", ""))
         if turns and turns[-1][0] == role:
             turns[-1][1].extend(_content_blocks(message))
         else:
@@ -279,7 +279,7 @@ def check_tool_pairing(request: dict[str, Any]) -> None:
         uses = [block for block in blocks if block.get("type") == "tool_use"]
         if not uses:
             continue
-        ids = [block.get("id") for block in uses]
+        ids = [str(block.get("id", "")) for block in uses]
         following = turns[position + 1] if position + 1 < len(turns) else None
         if following is None:
             raise broken(
@@ -288,7 +288,7 @@ def check_tool_pairing(request: dict[str, Any]) -> None:
                 + ", ".join(map(str, ids)),
             )
         results = [block for block in following[1] if block.get("type") == "tool_result"]
-        answered = [block.get("tool_use_id") for block in results]
+        answered = [str(block.get("tool_use_id", "")) for block in results]
         missing = [tool_id for tool_id in ids if tool_id not in answered]
         if missing:
             raise broken(
@@ -334,7 +334,7 @@ def check_tool_pairing(request: dict[str, Any]) -> None:
             continue
         if any(block.get("type") == "tool_result" for block in blocks):
             raise broken("tool_result_orphan", f"messages.{first_index}: tool_result blocks belong in a user message")
-    first_role, first_blocks, _ = turns[0]
+    _, first_blocks, _ = turns[0]
     if any(block.get("type") == "tool_result" for block in first_blocks):
         raise broken("tool_result_orphan", "messages.0: a tool_result has no tool_use before it")
 
@@ -355,12 +355,12 @@ def check_thinking_blocks(request: dict[str, Any], model: CatalogueModel, ledger
     for role, blocks, first_index in _joined_turns(request["messages"]):
         if role != "assistant":
             continue
-        sent = [block.get("signature") for block in blocks if block.get("type") == "thinking"]
+        sent = _signatures(blocks)
         for position, block in enumerate(blocks):
             if block.get("type") != "tool_use":
                 continue
             expected = ledger.expected_before(str(block.get("id")))
-            before = [b.get("signature") for b in blocks[:position] if b.get("type") == "thinking"]
+            before = _signatures(blocks[:position])
             if expected and not _in_order(expected, before):
                 missing = "dropped" if not set(expected) <= set(sent) else "reordered"
                 raise broken(
@@ -368,6 +368,15 @@ def check_thinking_blocks(request: dict[str, Any], model: CatalogueModel, ledger
                     f"messages.{first_index}: the thinking blocks issued with tool_use {block.get('id')} were "
                     f"{missing}; pass every assistant turn back with its thinking blocks, in order",
                 )
+
+
+def _signatures(blocks: list[dict[str, Any]]) -> list[str]:
+    """The signatures of the thinking blocks among `blocks`, in order."""
+    return [
+        block["signature"]
+        for block in blocks
+        if block.get("type") == "thinking" and isinstance(block.get("signature"), str)
+    ]
 
 
 def _in_order(expected: tuple[str, ...], seen: list[str]) -> bool:
@@ -425,7 +434,9 @@ def check_options(request: dict[str, Any], model: CatalogueModel) -> None:
             "thinking_type",
             f"thinking.type: {kind!r} is not supported on {model.id}; it accepts {', '.join(model.thinking_types)}",
         )
-    output_config = request.get("output_config") if isinstance(request.get("output_config"), dict) else {}
+    output_config = request.get("output_config")
+    if not isinstance(output_config, dict):
+        output_config = {}
     effort = output_config.get("effort")
     if kind == "between_tools" and (effort or model.default_effort) not in model.between_tools_efforts:
         raise broken(

@@ -107,7 +107,9 @@ def text_reply(
     return _message([*_thinking(thinking), {"type": "text", "text": text}], stop_reason, usage)
 
 
-def json_reply(value: Any, *, thinking: str | list[str] | None = None, usage: dict[str, int] | None = None):
+def json_reply(
+    value: Any, *, thinking: str | list[str] | None = None, usage: dict[str, int] | None = None
+) -> dict[str, Any]:
     """A structured-output answer: the text is `value` as JSON, as a request with `output_config.format` gets it."""
     return text_reply(json.dumps(value), thinking=thinking, usage=usage)
 
@@ -450,7 +452,9 @@ def thinking_shown(request: dict[str, Any]) -> bool | None:
     `thinking` at all means the model's default, which is adaptive on a model that cannot turn thinking off.
     """
     thinking = request.get("thinking")
-    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if not isinstance(thinking, dict):
+        thinking = {}
+    kind = thinking.get("type")
     if kind == "between_tools":
         return True
     if kind in ("adaptive", "enabled"):
@@ -526,10 +530,10 @@ class _WireHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "pilothouse-messages-wire/1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-        logger.debug("messages wire: " + format, *args)
+    def log_message(self, format: str, *args: Any) -> None:  # the stdlib's signature, `format` included
+        logger.debug("messages wire: " + format, *args)  # noqa: G003 (the stdlib's own %-format, formatted lazily)
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:  # the stdlib's name
         path = urlsplit(self.path).path.rstrip("/")
         try:
             length = int(self.headers.get("content-length") or 0)
@@ -558,9 +562,9 @@ class _WireHandler(BaseHTTPRequestHandler):
             reply = self.wire.responder(body)
         except Exception:
             # A broken script must fail the test that ran it loudly, not hang it; 500 with the traceback does that.
-            message = "messages responder raised:\n" + traceback.format_exc()
-            logger.error(message)
-            reply = WireError(500, "api_error", message)
+            trace = "messages responder raised:\n" + traceback.format_exc()
+            logger.error(trace)
+            reply = WireError(500, "api_error", trace)
         if isinstance(reply, WireError):
             self._send_error(reply)
             return
@@ -570,7 +574,7 @@ class _WireHandler(BaseHTTPRequestHandler):
         else:
             self._send_json(200, message)
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:  # the stdlib's name
         parts = urlsplit(self.path)
         path = parts.path.rstrip("/")
         with self.wire._received_lock:

@@ -1,5 +1,8 @@
 """On a key-less first start, launch the bundled demo tasks so the console has real runs to show."""
 
+from argparse import ArgumentParser
+from typing import Any
+
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
@@ -12,11 +15,11 @@ from runs.models import Run
 class Command(BaseCommand):
     help = "Launch the bundled demo tasks in the default workspace, once (nothing happens if it has runs)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--base-url", default=settings.DEMO_BASE_URL, help="the demo site's own server")
         parser.add_argument("--workspace", default="default")
 
-    def handle(self, *args, base_url: str, workspace: str, **options):
+    def handle(self, *args: Any, base_url: str, workspace: str, **options: Any) -> None:
         found = Workspace.objects.filter(slug=workspace).first()
         if found is None or Run.objects.for_workspace(found).exists():
             return

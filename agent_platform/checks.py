@@ -1,0 +1,187 @@
+"""System checks for settings that contradict each other, or that settings.py cannot judge on its own.
+
+settings.py refuses a value that is malformed by itself (not an integer, below its minimum); these checks see what
+needs another setting or another module's knowledge: the launch's turn limit, the browser's allow-list syntax, the
+broker's visibility timeout. Each says what is wrong and how to put it right; `manage.py check` runs them, and so
+does every management command and server start.
+"""
+
+import ipaddress
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from cryptography.fernet import Fernet
+from django.apps import AppConfig
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+
+from runs.agent.network_guard import address_class, parse_allowance, port_of
+from runs.launch import MAX_TURNS_LIMIT
+
+
+def _visibility_timeout() -> int | None:
+    options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None) or {}
+    timeout = options.get("visibility_timeout")
+    return timeout if isinstance(timeout, int) else None
+
+
+@register(Tags.compatibility)
+def check_models(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """A run and the judge each need a model to ask."""
+    problems: list[CheckMessage] = []
+    if not str(settings.DEFAULT_MODEL).strip():
+        problems.append(
+            Error(
+                "DEFAULT_MODEL is empty: a run launched without a model has none to ask.",
+                hint="Set DEFAULT_MODEL to a model id the Models API lists, or leave it unset for the default.",
+                id="pilothouse.E001",
+            )
+        )
+    if not str(settings.JUDGE_MODEL).strip():
+        problems.append(
+            Error(
+                "JUDGE_MODEL is empty: the judge and the outcome grader have no model to ask.",
+                hint="Set JUDGE_MODEL to a model id, or leave it unset to use DEFAULT_MODEL.",
+                id="pilothouse.E002",
+            )
+        )
+    return problems
+
+
+@register(Tags.compatibility)
+def check_run_limits(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """A run's default turns fit what a launch may ask for; a lost run is enqueued again before it counts as orphaned."""
+    problems: list[CheckMessage] = []
+    turns = settings.RUN_DEFAULT_MAX_TURNS
+    if not 1 <= turns <= MAX_TURNS_LIMIT:
+        problems.append(
+            Error(
+                f"RUN_DEFAULT_MAX_TURNS is {turns}: a launch may ask for 1 to {MAX_TURNS_LIMIT} turns, so a run "
+                "launched without max_turns would get a number no launch could ask for.",
+                hint=f"Set RUN_DEFAULT_MAX_TURNS between 1 and {MAX_TURNS_LIMIT}.",
+                id="pilothouse.E003",
+            )
+        )
+    # A queued run older than two run time limits is taken for lost: the runs launched after it in its session stop
+    # waiting for it. Enqueueing it again later than that would run it after them, out of launch order.
+    orphaned_after = 2 * settings.RUN_TIME_LIMIT_SECONDS
+    redeliver_after = settings.RUN_QUEUED_REDELIVER_SECONDS
+    if redeliver_after >= orphaned_after:
+        problems.append(
+            Warning(
+                f"RUN_QUEUED_REDELIVER_SECONDS ({redeliver_after}) is not below twice "
+                f"RUN_TIME_LIMIT_SECONDS ({orphaned_after}): a run whose message was lost is given up as orphaned "
+                "before it is enqueued again, and would then run after the session's later runs.",
+                hint="Lower RUN_QUEUED_REDELIVER_SECONDS (default 300), or raise RUN_TIME_LIMIT_SECONDS.",
+                id="pilothouse.W001",
+            )
+        )
+    return problems
+
+
+@register(Tags.security)
+def check_secrets_keys(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every SECRETS_KEY entry is a Fernet key, or sealing and opening run secrets fails at launch and in the worker."""
+    problems: list[CheckMessage] = []
+    if not settings.SECRETS_KEYS:
+        problems.append(
+            Error(
+                "SECRETS_KEYS is empty: run secrets cannot be sealed.",
+                hint="Set SECRETS_KEY, or leave it unset for a key generated once under var/.",
+                id="pilothouse.E004",
+            )
+        )
+    for position, key in enumerate(settings.SECRETS_KEYS, start=1):
+        try:
+            Fernet(key.encode())
+        except (ValueError, TypeError, AttributeError):
+            problems.append(
+                Error(
+                    f"SECRETS_KEY entry {position} is not a Fernet key (32 bytes, URL-safe base64).",
+                    hint='Generate one with `python -c "from cryptography.fernet import Fernet; '
+                    'print(Fernet.generate_key().decode())"`; keep old keys after it while rotating.',
+                    id="pilothouse.E005",
+                )
+            )
+    return problems
+
+
+@register(Tags.security)
+def check_browser_allowed_private_hosts(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Each allow-list entry parses (the network guard refuses a list it cannot read); the demo site stays reachable."""
+    problems: list[CheckMessage] = []
+    allowances = []
+    for entry in settings.BROWSER_ALLOWED_PRIVATE_HOSTS:
+        try:
+            allowances.append(parse_allowance(entry))
+        except ValueError as error:
+            problems.append(
+                Error(
+                    f"BROWSER_ALLOWED_PRIVATE_HOSTS: {error}.",
+                    hint="Entries are comma-separated: host, host:port, [ipv6]:port, an address range (10.1.0.0/16) "
+                    "or range:port.",
+                    id="pilothouse.E006",
+                )
+            )
+    if problems:
+        return problems
+    demo = settings.DEMO_BASE_URL
+    host = (urlsplit(demo).hostname or "").rstrip(".").lower()
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    private = host == "localhost" or (address is not None and address_class(address) is not None)
+    port = port_of(demo)
+    if private and not any(allowance.allows(host, address, port) for allowance in allowances):
+        problems.append(
+            Warning(
+                f"DEMO_BASE_URL ({demo}) is a private address that BROWSER_ALLOWED_PRIVATE_HOSTS does not allow: "
+                "the agent's browser will be refused the bundled demo tasks.",
+                hint=f"Add {host}:{port} to BROWSER_ALLOWED_PRIVATE_HOSTS, or leave the list unset for its default.",
+                id="pilothouse.W002",
+            )
+        )
+    return problems
+
+
+@register(Tags.compatibility)
+def check_webhook_retries(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """A webhook retry waits in the broker as a countdown; Redis hands a message on after its visibility timeout."""
+    problems: list[CheckMessage] = []
+    timeout = _visibility_timeout()
+    longest_wait = settings.WEBHOOK_RETRY_MAX_SECONDS
+    if timeout is not None and longest_wait >= timeout:
+        problems.append(
+            Error(
+                f"WEBHOOK_RETRY_MAX_SECONDS ({longest_wait}) is not below the broker's "
+                f"visibility timeout ({timeout} s, RUN_TIME_LIMIT_SECONDS + 600): Redis would hand a waiting retry "
+                "to a second worker, and the delivery would be attempted twice.",
+                hint="Lower WEBHOOK_RETRY_MAX_SECONDS, or raise RUN_TIME_LIMIT_SECONDS.",
+                id="pilothouse.E007",
+            )
+        )
+    if settings.WEBHOOK_RETRY_BASE_SECONDS > settings.WEBHOOK_RETRY_MAX_SECONDS:
+        problems.append(
+            Warning(
+                f"WEBHOOK_RETRY_BASE_SECONDS ({settings.WEBHOOK_RETRY_BASE_SECONDS}) is above "
+                f"WEBHOOK_RETRY_MAX_SECONDS ({settings.WEBHOOK_RETRY_MAX_SECONDS}): every retry waits the maximum.",
+                hint="Set WEBHOOK_RETRY_BASE_SECONDS at or below WEBHOOK_RETRY_MAX_SECONDS.",
+                id="pilothouse.W003",
+            )
+        )
+    first_wait = min(settings.WEBHOOK_RETRY_BASE_SECONDS, settings.WEBHOOK_RETRY_MAX_SECONDS)
+    window = settings.WEBHOOK_RETRY_WINDOW_SECONDS
+    if window < first_wait:
+        problems.append(
+            Warning(
+                f"WEBHOOK_RETRY_WINDOW_SECONDS ({window}) is shorter than the first "
+                f"retry's wait ({first_wait} s): a failed delivery is never retried.",
+                hint="Raise WEBHOOK_RETRY_WINDOW_SECONDS (default 24 hours).",
+                id="pilothouse.W004",
+            )
+        )
+    return problems
