@@ -6,6 +6,8 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from agent_platform.lib.text import IMAGE_PLACEHOLDER, content_text, json_text
+
 from .models import Event, Run
 
 # Event types the timeline draws in their own way; any other type is shown with its raw data.
@@ -27,20 +29,8 @@ SCREENSHOT_TYPES = ("agent.tool_result", "agent.final_view")
 
 
 def result_text(content: Any) -> str:
-    """A tool result's content as text: a string, or the text blocks of a content list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-            elif isinstance(block, dict) and block.get("type") == "image":
-                parts.append("[image]")
-            else:
-                parts.append(str(block))
-        return "\n".join(parts)
-    return "" if content is None else json.dumps(content)
+    """A tool result's content as text: a string, or the text blocks of a content list, images as a placeholder."""
+    return content_text(content, image=IMAGE_PLACEHOLDER, other=json_text)
 
 
 def result_lines(payload: dict[str, Any]) -> list[dict[str, Any]]:

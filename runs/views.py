@@ -417,7 +417,7 @@ def schema_lint(request: HttpRequest) -> JsonResponse:
             "message": f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
         }
         return JsonResponse({"ok": False, "problems": [problem], "conflict": None})
-    problems = [{"path": p.path, "keyword": p.keyword, "message": p.message} for p in schema_problems(schema)]
+    problems = [problem.as_dict() for problem in schema_problems(schema)]
     conflict = None
     if session_id := request.GET.get("session"):
         session = Session.objects.for_workspace(workspace).filter(public_id=session_id).first()
