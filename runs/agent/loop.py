@@ -6,9 +6,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
+from anthropic.types.beta import BetaToolUseBlock
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
@@ -52,6 +54,14 @@ MAX_TRUNCATIONS = 3
 MAX_PAUSES = 5
 
 
+class Phase(Enum):
+    """Where the run's conversation is, which decides what the agent's next reply may do."""
+
+    WORKING = "working"  # action turns: every tool runs, within the turn cap, the failure budget and the cost cap
+    VERDICT_TURN = "verdict_turn"  # the verdict was asked for (turn cap, failures, cost cap or prose): only done runs
+    ACKNOWLEDGING = "acknowledging"  # the outcome's iterations are spent: one last reply, where only a done counts
+
+
 @dataclass
 class Ending:
     """How a run ends, as lifecycle.finish records it."""
@@ -79,6 +89,32 @@ class Ending:
             success=False,
             output=done["output"],
             data=done.get("data"),
+        )
+
+
+@dataclass
+class CallResult:
+    """One tool call of a reply and its answer: the tool_result block, and a screenshot's URL if the call took one."""
+
+    use: BetaToolUseBlock
+    block: dict[str, Any]
+    screenshot_url: str | None = None
+
+
+@dataclass
+class ReplyCalls:
+    """What running one reply's tool calls gave: their results, and what the rest of the turn is decided on."""
+
+    results: list[CallResult] = field(default_factory=list)
+    actions: list[tuple[str, dict[str, object]]] = field(default_factory=list)  # browser and extract calls, as run
+    accepted: dict[str, Any] | None = None  # the verdict of a valid done
+    done_called: bool = False
+    acted: bool = False  # an action that can change the page succeeded
+
+    def showed_page(self) -> bool:
+        """Whether a result already shows the page (a screenshot), so the turn needs no live-view image."""
+        return any(result.screenshot_url for result in self.results) or any(
+            has_image(result.block["content"]) for result in self.results
         )
 
 
@@ -196,10 +232,8 @@ class AgentLoop:
         self.turns = 0
         self.budget_start = 0
         self.consecutive_errors = 0
-        self.on_verdict_turn = False
+        self.phase = Phase.WORKING
         self.verdict_corrections = 0
-        self.awaiting_verdict = False
-        self.acknowledging = False
         self.iteration = 0
         self.last_done: dict | None = None
         self.final_view: dict | None = None
@@ -565,7 +599,7 @@ class AgentLoop:
                 f"The next model request (about ${cost:.4f}) would cross {room.describe()}; it was not sent.",
             )
         pending_user = self.messages and self.messages[-1]["role"] == "user"
-        if not self.on_verdict_turn and not self.acknowledging and pending_user and not room.allows(2 * cost):
+        if self.phase is Phase.WORKING and pending_user and not room.allows(2 * cost):
             self.start_verdict_turn("budget")
             self.messages[-1]["content"].append(text_block(prompts.budget_verdict_notice(room.describe())))
             self.save_signals()
@@ -686,7 +720,7 @@ class AgentLoop:
         if stop_reason == "max_tokens":
             return self.truncated(uses)
         self.truncations = 0
-        if self.acknowledging:
+        if self.phase is Phase.ACKNOWLEDGING:
             return self.acknowledged(uses)
         return self.answer(uses) if uses else self.prose()
 
@@ -718,7 +752,7 @@ class AgentLoop:
                 f"The model's replies were cut off at max_tokens ({self.max_tokens}) {MAX_TRUNCATIONS + 1} times in "
                 "a row.",
             )
-        if self.acknowledging:
+        if self.phase is Phase.ACKNOWLEDGING:
             return self.acknowledged([])
         limit = self.max_tokens
         if self.model_max_tokens is not None:
@@ -734,9 +768,9 @@ class AgentLoop:
 
     def empty_reply(self) -> Ending | None:
         """A reply with no content: answered once with a short nudge; the next one is treated as prose."""
-        if self.acknowledging:
+        if self.phase is Phase.ACKNOWLEDGING:
             return Ending.verdict(self.last_done)
-        if self.on_verdict_turn:
+        if self.phase is Phase.VERDICT_TURN:
             return self.verdict_missed()
         if not self.nudged_empty:
             self.nudged_empty = True
@@ -744,9 +778,14 @@ class AgentLoop:
             return None
         return self.prose()
 
+    @property
+    def verdict_pending(self) -> bool:
+        """On the verdict turn, before a reply was counted as following it or not (the verdict_followed signal)."""
+        return self.phase is Phase.VERDICT_TURN and self.signals["verdict_followed"] is None
+
     def start_verdict_turn(self, reason: str) -> None:
-        self.on_verdict_turn = True
-        self.awaiting_verdict = True
+        """The next request asks for the verdict; the signals say why, and whether the agent follows it."""
+        self.phase = Phase.VERDICT_TURN
         self.verdict_corrections = 0
         self.signals["verdict_turn"] = reason
         self.signals["verdict_followed"] = None
@@ -779,7 +818,7 @@ class AgentLoop:
     def prose(self) -> Ending | None:
         """A reply without any tool call: the agent is asked once, in a user message, to call done, and that request
         is the verdict turn; prose on a verdict turn ends the run."""
-        if self.on_verdict_turn:
+        if self.phase is Phase.VERDICT_TURN:
             self.save_signals()
             return self.verdict_missed()
         self.start_verdict_turn("prose")
@@ -813,25 +852,29 @@ class AgentLoop:
     def count_error(self, is_error: bool) -> None:
         self.consecutive_errors = self.consecutive_errors + 1 if is_error else 0
 
-    def answer(self, uses: list) -> Ending | None:
+    def answer(self, uses: list[BetaToolUseBlock]) -> Ending | None:
         """Answer every tool_use of one reply, then decide what the next request is."""
-        verdict_turn = self.on_verdict_turn
-        results: list[tuple[Any, dict, str | None]] = []
-        actions: list[tuple[str, dict]] = []
-        accepted: dict | None = None
-        done_called = False
+        replied_in = self.phase  # an extract refused at the cost cap starts the verdict turn within the reply
+        calls = self.run_calls(uses, replied_in)
+        lines = self.add_turn_notices(calls)
+        self.emit_results(calls, lines)
+        return self.decide_next(calls, replied_in)
+
+    def run_calls(self, uses: list[BetaToolUseBlock], replied_in: Phase) -> ReplyCalls:
+        """Run the reply's tool calls in order, each as the phase allows; a reply that ran an action is an action
+        turn."""
+        calls = ReplyCalls()
         halted = False
-        acted = False
         for use in uses:
             self.emit_tool_use(use)
             screenshot_url = None
-            if accepted is not None:
+            if calls.accepted is not None:
                 block = result_block(use, NOT_EXECUTED_AFTER_DONE, is_error=True)
             elif use.name == prompts.DONE_TOOL and not use.toolset_name:
-                done_called = True
-                block, accepted = self.check_done(use)
-                self.count_error(accepted is None)
-            elif verdict_turn:
+                calls.done_called = True
+                block, calls.accepted = self.check_done(use)
+                self.count_error(calls.accepted is None)
+            elif replied_in is Phase.VERDICT_TURN:
                 block = result_block(use, VERDICT_REQUIRED, is_error=True)
                 self.count_error(True)
             elif use.toolset_name == BROWSER_TOOLSET:
@@ -841,57 +884,67 @@ class AgentLoop:
                     self.safe_point()
                     self.before_acting()
                     block, screenshot_url = self.browse(use)
-                    actions.append((use.name, use.input))
+                    calls.actions.append((use.name, use.input))
                     halted = bool(block.get("is_error"))
-                    acted = acted or (not halted and use.name not in notices.READ_ONLY_MEMBERS)
+                    calls.acted = calls.acted or (not halted and use.name not in notices.READ_ONLY_MEMBERS)
                     self.count_error(halted)
             elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
                 block = self.extract(use)
-                actions.append((use.name, use.input))
+                calls.actions.append((use.name, use.input))
                 self.count_error(bool(block.get("is_error")))
             else:
                 block = result_block(
                     use, f"Unknown tool {use.name!r}: use the browser tools, or done to finish.", is_error=True
                 )
                 self.count_error(True)
-            results.append((use, block, screenshot_url))
-
-        if actions:
+            calls.results.append(CallResult(use, block, screenshot_url))
+        if calls.actions:
             self.turns += 1
-        lines: list[str] = []
-        live_view = False
-        if accepted is None:
-            fingerprint = None
-            if actions:
-                shown = any(url for _, _, url in results) or any(has_image(b["content"]) for _, b, _ in results)
-                fingerprint = self.observe()
-                live_view = not shown  # taken on the lane, before the next action (see before_acting)
-            lines = self.tracker.for_turn(
-                actions=actions,
-                turns_used=self.turns - self.budget_start,
-                consecutive_errors=self.consecutive_errors,
-                fingerprint=fingerprint,
-                acted=acted,
-            )
-            if lines:
-                add_notices(results[-1][1], lines)
-        for index, (use, block, screenshot_url) in enumerate(results):
-            data = self.emit_tool_result(use, block, lines if index == len(results) - 1 else [], screenshot_url)
-        if live_view:
-            self.live_view_for = data
-        blocks = [block for _, block, _ in results]
+        return calls
 
+    def add_turn_notices(self, calls: ReplyCalls) -> list[str]:
+        """The turn's notices (runs.agent.notices), added to its last result; a reply whose done was accepted gets
+        none."""
+        if calls.accepted is not None:
+            return []
+        fingerprint = self.observe() if calls.actions else None
+        lines = self.tracker.for_turn(
+            actions=calls.actions,
+            turns_used=self.turns - self.budget_start,
+            consecutive_errors=self.consecutive_errors,
+            fingerprint=fingerprint,
+            acted=calls.acted,
+        )
+        if lines:
+            add_notices(calls.results[-1].block, lines)
+        return lines
+
+    def emit_results(self, calls: ReplyCalls, lines: list[str]) -> None:
+        """Each call's agent.tool_result event, the notices with the last; an action turn that showed no image of the
+        page has its last result carry the live-view image (taken on the lane, before the next action: see
+        before_acting)."""
+        wants_live_view = calls.accepted is None and bool(calls.actions) and not calls.showed_page()
+        for index, result in enumerate(calls.results):
+            last = index == len(calls.results) - 1
+            data = self.emit_tool_result(result.use, result.block, lines if last else [], result.screenshot_url)
+            if last and wants_live_view:
+                self.live_view_for = data
+
+    def decide_next(self, calls: ReplyCalls, replied_in: Phase) -> Ending | None:
+        """After the results: the run ends (an accepted done, unless its outcome sends the agent back; a verdict turn
+        without one), or the results go back to the model, with the verdict turn asked for when a limit was
+        reached."""
+        blocks = [result.block for result in calls.results]
         if self.consecutive_errors >= notices.FAILURE_LIMIT:
             self.signals["failures_max"] = True
-        if accepted is not None:
-            if self.awaiting_verdict:
+        if calls.accepted is not None:
+            if self.verdict_pending:
                 self.signals["verdict_followed"] = True
-                self.awaiting_verdict = False
             self.save_signals()
             self.add_user(blocks)
-            return self.on_done(accepted)
-        if verdict_turn:
-            if done_called and self.verdict_corrections < VERDICT_CORRECTIONS:
+            return self.on_done(calls.accepted)
+        if replied_in is Phase.VERDICT_TURN:
+            if calls.done_called and self.verdict_corrections < VERDICT_CORRECTIONS:
                 # a done with data the schema refused: the verdict turn goes on so the agent can correct it
                 self.verdict_corrections += 1
                 self.save_signals()
@@ -899,14 +952,15 @@ class AgentLoop:
                 return None
             self.save_signals()
             return self.verdict_missed()
-        if self.awaiting_verdict and not done_called:
+        if self.verdict_pending and not calls.done_called:
+            # the verdict turn started within this reply (an extract refused at the cost cap): the reply counts as
+            # its answer
             self.signals["verdict_followed"] = False
-            self.awaiting_verdict = False
-        if actions and self.turns - self.budget_start >= self.run.max_turns:
+        if calls.actions and self.turns - self.budget_start >= self.run.max_turns:
             self.start_verdict_turn("cap")
         elif self.consecutive_errors >= notices.FAILURE_LIMIT:
             self.start_verdict_turn("failures")
-        if self.on_verdict_turn:
+        if self.phase is Phase.VERDICT_TURN:
             blocks.append(text_block(prompts.VERDICT_NOW))  # after the results: the API wants those first
         self.save_signals()
         self.add_user(blocks)
@@ -991,14 +1045,13 @@ class AgentLoop:
             # a fresh action-turn budget in the same browser context
             self.budget_start = self.turns
             self.consecutive_errors = 0
-            self.on_verdict_turn = False
-            self.awaiting_verdict = False
+            self.phase = Phase.WORKING
             self.nudged_empty = False
             self.tracker.reset_budget()
             return None
         if result == "max_iterations_reached":
             # asked for in a user message, like the verdict turn: no tool is forced
-            self.acknowledging = True
+            self.phase = Phase.ACKNOWLEDGING
             self.messages[-1]["content"].append(text_block(evaluator.acknowledgment_message(evaluation)))
             return None
         if result == "interrupted":
