@@ -7,13 +7,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from anthropic.types.beta import BetaToolUseBlock
+from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+from playwright.async_api import Error as PlaywrightError
 
 from runs import lifecycle
 from runs.models import Run, Session
@@ -22,10 +24,13 @@ from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
 from runs.usage import Answered, record_turn
 
-from . import context, evaluation, extraction, notices, prompts, spending
+from . import context, evaluation, extraction, live_view, notices, prompts, spending, tracing
+from .browser import BrowserHost, PlaywrightBrowserToolset
 from .lane import Lane, LaneFailed
 from .model import ModelUnavailable, create_message, model_profile, thinking_param
+from .network_guard import NetworkGuard
 from .schema import data_problems
+from .worker import browser_host
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +83,7 @@ class Ending:
         return cls(Run.Status.FAILED, error_code, message)
 
     @classmethod
-    def verdict(cls, done: dict) -> Ending:
+    def verdict(cls, done: dict[str, Any]) -> Ending:
         """The agent's verdict as it gave it: the platform does not verify it."""
         if done["success"]:
             return cls(Run.Status.SUCCEEDED, success=True, output=done["output"], data=done.get("data"))
@@ -155,7 +160,7 @@ class Heartbeat(threading.Thread):
         self.stopped.set()
 
 
-def text_block(text: str) -> dict:
+def text_block(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
@@ -174,7 +179,8 @@ def active_url(content: Any) -> str | None:
         if block.get("type") == "browser_state":
             for tab in block.get("tabs") or []:
                 if tab.get("active"):
-                    return tab.get("url")
+                    url: str | None = tab.get("url")
+                    return url
     return None
 
 
@@ -189,7 +195,7 @@ def error_text(error: Exception) -> str:
     return content if isinstance(content, str) else content_text(content)
 
 
-def result_block(use, text: str, *, is_error: bool = False) -> dict:
+def result_block(use: BetaToolUseBlock, text: str, *, is_error: bool = False) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": [text_block(text)]}
     if use.toolset_name:
         block["toolset_name"] = use.toolset_name  # the API rejects a member's result without it
@@ -208,7 +214,7 @@ class AgentLoop:
     def __init__(
         self,
         run: Run,
-        host_factory: Callable[[], Any],
+        host_factory: Callable[[], BrowserHost],
         evaluator: evaluation.OutcomeEvaluator | None = None,
     ) -> None:
         self.run = run
@@ -223,11 +229,14 @@ class AgentLoop:
         self.truncations = 0
         self.pauses = 0
         self.nudged_empty = False
-        self.host = None
-        self.toolset = None
+        # Set by open_browser: the worker's browser host, this run's context with its toolset, its network policy.
+        self._host: BrowserHost | None = None
+        self._toolset: PlaywrightBrowserToolset | None = None
+        self._guard: NetworkGuard | None = None
+        self.live: live_view.LiveView | None = None  # issue 16: streams only while watched
         self.schema = run.session.output_schema or None
         self.started = time.monotonic()
-        self.messages: list[dict] = []
+        self.messages: list[dict[str, Any]] = []
         self.replies = 0
         self.turns = 0
         self.budget_start = 0
@@ -235,8 +244,8 @@ class AgentLoop:
         self.phase = Phase.WORKING
         self.verdict_corrections = 0
         self.iteration = 0
-        self.last_done: dict | None = None
-        self.final_view: dict | None = None
+        self.last_done: dict[str, Any] | None = None
+        self.final_view: dict[str, Any] | None = None
         self.browser_failed = False
         self.final_view_fresh = False
         self.tracker = notices.NoticeTracker(run.max_turns)
@@ -250,8 +259,9 @@ class AgentLoop:
         # its events, the signals) in one transaction, and the live-view screenshot. See hand_off and before_acting.
         self.lane = Lane(run.public_id)
         self.answered: Answered | None = None
-        self.turn_events: list[tuple[str, dict, Any]] = []
-        self.live_view_for: dict | None = None  # the tool_result event data the turn's live-view image belongs to
+        self.turn_events: list[tuple[str, dict[str, Any], datetime]] = []
+        # the tool_result event data the turn's live-view image belongs to
+        self.live_view_for: dict[str, Any] | None = None
         self.signals_changed = False
         self.acting = False  # the current reply's first browser action has run: the lane was flushed for it
         self.signals: dict[str, Any] = {
@@ -264,6 +274,24 @@ class AgentLoop:
             "verdict_turn": "none",
             "verdict_followed": None,
         }
+
+    @property
+    def host(self) -> BrowserHost:
+        if self._host is None:
+            raise RuntimeError("the run's browser is not open yet")
+        return self._host
+
+    @property
+    def toolset(self) -> PlaywrightBrowserToolset:
+        if self._toolset is None:
+            raise RuntimeError("the run's browser is not open yet")
+        return self._toolset
+
+    @property
+    def guard(self) -> NetworkGuard:
+        if self._guard is None:
+            raise RuntimeError("the run's browser is not open yet")
+        return self._guard
 
     # --- the run as a whole -----------------------------------------------------------------------------
 
@@ -305,12 +333,10 @@ class AgentLoop:
                 log.info("run %s ended %s %s", self.run.public_id, ending.status, ending.error_code)
 
     def unexpected(self, error: Exception) -> Ending:
-        from playwright.async_api import Error as PlaywrightError
-
         if isinstance(error, PlaywrightError):
-            log.warning("run %s: browser error", self.run.public_id, exc_info=True)
+            log.warning("run %s: browser error", self.run.public_id, exc_info=error)
             return Ending.failed(Run.ErrorCode.BROWSER_ERROR, f"The browser failed: {first_line(error)}")
-        log.exception("run %s: the runtime failed", self.run.public_id)
+        log.error("run %s: the runtime failed", self.run.public_id, exc_info=error)
         return Ending.failed(
             "", f"The runtime failed unexpectedly ({type(error).__name__}); the worker's log has the details."
         )
@@ -340,11 +366,7 @@ class AgentLoop:
         return settings.BROWSER_ACTION_TIMEOUT_SECONDS + BROWSER_CALL_MARGIN_SECONDS
 
     def open_browser(self) -> None:
-        from runs.agent import live_view, tracing  # issue 16: live view and replay trace
-        from runs.agent.browser import PlaywrightBrowserToolset
-        from runs.agent.network_guard import NetworkGuard
-
-        self.host = self.host_factory()
+        self._host = host = self.host_factory()
         run = self.run
         guard = NetworkGuard(
             allowed_private_hosts=settings.BROWSER_ALLOWED_PRIVATE_HOSTS,
@@ -354,8 +376,8 @@ class AgentLoop:
         def store(png: bytes) -> str:
             return save_screenshot(run.public_id, png)
 
-        async def build(storage_state):
-            context = await self.host.new_context(
+        async def build(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
+            context = await host.new_context(
                 storage_state=storage_state,
                 network_guard=guard,
                 viewport=(settings.BROWSER_VIEWPORT_WIDTH, settings.BROWSER_VIEWPORT_HEIGHT),
@@ -370,21 +392,21 @@ class AgentLoop:
             await toolset.install_guard()
             return toolset
 
-        self.guard = guard
+        self._guard = guard
         state = run.session.browser_state or None
         try:
-            self.toolset = self.host.run(build(state), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+            self._toolset = host.run(build(state), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
         except TimeoutError:
             raise BrowserCrashed(
                 f"The browser did not open a context within {BROWSER_SETUP_TIMEOUT_SECONDS} s."
             ) from None
         except Exception as error:
-            if state is None or not self.host.is_connected:
+            if state is None or not host.is_connected:
                 raise BrowserCrashed(f"The browser could not be started: {first_line(error)}") from error
             # a saved state Chromium refuses should not cost the run: start from a clean context instead
             log.warning("run %s: the session's browser state was refused; starting clean", run.public_id)
-            self.toolset = self.host.run(build(None), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
-        self.live = live_view.attach(self.host, self.toolset, run.public_id)  # issue 16: streams only while watched
+            self._toolset = host.run(build(None), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+        self.live = live_view.attach(host, self.toolset, run.public_id)
 
         problem = ""
         if run.start_url:
@@ -411,10 +433,10 @@ class AgentLoop:
         for blocked in self.guard.take_unreported():
             self.record("network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy})
 
-    def browse(self, use) -> tuple[dict, str | None]:
+    def browse(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], str | None]:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
         self.toolset.last_screenshot_url = None
-        if getattr(self, "live", None) is not None:
+        if self.live is not None:
             self.live.note_action(use.name, use.input)  # issue 16: the live view's cursor mark
         try:
             block = self.host.run(self.toolset.tool_result(use), timeout=self.browser_timeout())
@@ -443,11 +465,11 @@ class AgentLoop:
             return None
         return fingerprint
 
-    def capture_final_view(self) -> dict | None:
+    def capture_final_view(self) -> dict[str, Any] | None:
         """The page as the agent last saw it (url, title, bounded text, viewport screenshot URL), for the judge."""
         if self.final_view_fresh:
             return self.final_view
-        if self.toolset is None or not self.host.is_connected:
+        if self._toolset is None or not self.host.is_connected:
             return self.final_view
         try:
             view = self.host.run(self.toolset.final_view(), timeout=self.browser_timeout())
@@ -455,15 +477,15 @@ class AgentLoop:
             log.info("run %s: no final view: %s", self.run.public_id, first_line(error))
             return self.final_view
         png = view.pop("screenshot_png", None)
-        view = mask(view, self.run.secrets)  # the judge and the grader read it
-        view["screenshot_url"] = save_screenshot(self.run.public_id, png) if png else None
-        self.final_view = view
+        masked: dict[str, Any] = mask(view, self.run.secrets)  # the judge and the grader read it
+        masked["screenshot_url"] = save_screenshot(self.run.public_id, png) if png else None
+        self.final_view = masked
         self.final_view_fresh = True
-        return view
+        return masked
 
     def close_browser(self) -> None:
         """Record the final view, keep the session's cookies and storage for its follow-up runs, close the context."""
-        if self.toolset is None:
+        if self._toolset is None:
             return
         try:
             if self.browser_failed:
@@ -490,10 +512,8 @@ class AgentLoop:
     def keep_trace(self) -> None:
         """Issue 16: stop the live view and keep the run's Playwright trace (secrets masked) before the context
         closes; neither may cost the run its ending."""
-        from runs.agent import tracing
-
         try:
-            if getattr(self, "live", None) is not None:
+            if self.live is not None:
                 self.live.stop()
             # a hung page could hang the trace's stop too: a run the browser failed keeps no trace
             if self.host.is_connected and not self.browser_failed:
@@ -503,7 +523,7 @@ class AgentLoop:
 
     # --- the conversation -------------------------------------------------------------------------------
 
-    def add_user(self, content: list[dict]) -> None:
+    def add_user(self, content: list[dict[str, Any]]) -> None:
         self.messages.append({"role": "user", "content": content})
 
     def place_breakpoints(self) -> None:
@@ -519,7 +539,7 @@ class AgentLoop:
             else:
                 last.pop("cache_control", None)
 
-    def request(self) -> dict:
+    def request(self) -> dict[str, Any]:
         """The next Messages request. It never forces a tool: the verdict turn is asked for in a user message."""
         self.place_breakpoints()
         params: dict[str, Any] = {
@@ -605,7 +625,7 @@ class AgentLoop:
             self.save_signals()
         return None
 
-    def after_request(self, message) -> None:
+    def after_request(self, message: BetaMessage) -> None:
         """What the reply tells the cost estimate, and the timeline when the server compacted the conversation."""
         usage = message.usage
         self.last_request = spending.LastRequest(
@@ -641,7 +661,7 @@ class AgentLoop:
     # a request that then is never sent, or whose reply is never acted on. Before the run ends, before an outcome
     # is graded and before the judge (queued by lifecycle.finish) reads, the lane is flushed.
 
-    def record(self, type: str, data: dict) -> None:
+    def record(self, type: str, data: dict[str, Any]) -> None:
         self.turn_events.append((type, data, timezone.now()))
 
     def hand_off(self) -> None:
@@ -653,11 +673,11 @@ class AgentLoop:
         self.answered, self.turn_events, self.signals_changed = None, [], False
         if answered is None and not events and signals is None:
             return
-        run, screenshot = self.run, (self.live_view_image if live_view_for is not None else None)
+        run, live_view_image = self.run, self.live_view_image
 
         def write() -> None:
-            if screenshot is not None:
-                live_view_for["screenshot_url"] = screenshot()
+            if live_view_for is not None:
+                live_view_for["screenshot_url"] = live_view_image()
             record_turn(run, answered=answered, events=events, signals=signals)
             lifecycle.heartbeat(run)
 
@@ -690,7 +710,7 @@ class AgentLoop:
             return None
         return save_screenshot(self.run.public_id, image, extension)
 
-    def on_reply(self, message) -> Ending | None:
+    def on_reply(self, message: BetaMessage) -> Ending | None:
         """One reply, by its stop_reason; the assistant turn is kept exactly as received (thinking blocks and their
         signatures included), since the API refuses a conversation whose earlier turns were altered."""
         stop_reason = message.stop_reason
@@ -724,7 +744,7 @@ class AgentLoop:
             return self.acknowledged(uses)
         return self.answer(uses) if uses else self.prose()
 
-    def show_messages(self, content: list) -> None:
+    def show_messages(self, content: list[BetaContentBlock]) -> None:
         """Claude's text for the live timeline: its text blocks, and the progress text it writes between tool calls,
         which arrives in thinking blocks."""
         for block in content:
@@ -733,7 +753,7 @@ class AgentLoop:
             elif block.type == "thinking" and (block.thinking or "").strip():
                 self.record("agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
 
-    def refused(self, message, content: list) -> Ending:
+    def refused(self, message: BetaMessage, content: list[BetaContentBlock]) -> Ending:
         text = " ".join(block.text.strip() for block in content if block.type == "text" and block.text.strip())
         details = getattr(message, "stop_details", None)
         explanation = getattr(details, "explanation", None) or ""
@@ -742,7 +762,7 @@ class AgentLoop:
             Run.ErrorCode.MODEL_REFUSED, mask(f"The model declined to continue the task: {said}", self.run.secrets)
         )
 
-    def truncated(self, uses: list) -> Ending | None:
+    def truncated(self, uses: list[BetaToolUseBlock]) -> Ending | None:
         """A reply cut off at max_tokens: none of its tool calls runs (the last one may be incomplete); the agent is
         told, and the next request may have a higher limit, up to the model's."""
         self.truncations += 1
@@ -769,7 +789,7 @@ class AgentLoop:
     def empty_reply(self) -> Ending | None:
         """A reply with no content: answered once with a short nudge; the next one is treated as prose."""
         if self.phase is Phase.ACKNOWLEDGING:
-            return Ending.verdict(self.last_done)
+            return self.last_verdict()
         if self.phase is Phase.VERDICT_TURN:
             return self.verdict_missed()
         if not self.nudged_empty:
@@ -826,13 +846,15 @@ class AgentLoop:
         self.save_signals()
         return None
 
-    def emit_tool_use(self, use) -> None:
+    def emit_tool_use(self, use: BetaToolUseBlock) -> None:
         self.record(
             "agent.tool_use",
             {"id": use.id, "name": use.name, "toolset": use.toolset_name, "input": use.input, "turn": self.replies},
         )
 
-    def emit_tool_result(self, use, block: dict, lines: list[str], screenshot_url: str | None) -> dict:
+    def emit_tool_result(
+        self, use: BetaToolUseBlock, block: dict[str, Any], lines: list[str], screenshot_url: str | None
+    ) -> dict[str, Any]:
         data = {
             "tool_use_id": use.id,
             "name": use.name,
@@ -966,7 +988,7 @@ class AgentLoop:
         self.add_user(blocks)
         return None
 
-    def extract(self, use) -> dict:
+    def extract(self, use: BetaToolUseBlock) -> dict[str, Any]:
         """The extract tool: the current page's full text read by a separate model request (source extraction)
         that returns only the answer; over the cost cap it is refused and the verdict turn comes instead."""
         self.safe_point()
@@ -1004,7 +1026,7 @@ class AgentLoop:
             return result_block(use, f"The extraction request failed: {error}", is_error=True)
         return result_block(use, answer.text, is_error=answer.is_error)
 
-    def check_done(self, use) -> tuple[dict, dict | None]:
+    def check_done(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Validate a done call: its result block, and the accepted verdict or None."""
         given = use.input if isinstance(use.input, dict) else {}
         problems = []
@@ -1028,7 +1050,7 @@ class AgentLoop:
         done = {"success": given["success"], "output": given["output"], "data": data}
         return result_block(use, "Verdict recorded."), done
 
-    def on_done(self, done: dict) -> Ending | None:
+    def on_done(self, done: dict[str, Any]) -> Ending | None:
         """An accepted done ends the run, unless the run's outcome sends the agent back to revise its work."""
         self.last_done = done
         evaluator = self.evaluator
@@ -1058,7 +1080,7 @@ class AgentLoop:
             self.safe_point()  # the cancel that interrupted it ends the run as cancelled
         return Ending.verdict(done)
 
-    def acknowledged(self, uses: list) -> Ending:
+    def acknowledged(self, uses: list[BetaToolUseBlock]) -> Ending:
         """The one final turn after max_iterations_reached: a valid done replaces the last one; nothing else runs."""
         results = []
         for use in uses:
@@ -1072,6 +1094,12 @@ class AgentLoop:
             results.append((use, block))
         for use, block in results:
             self.emit_tool_result(use, block, [], None)
+        return self.last_verdict()
+
+    def last_verdict(self) -> Ending:
+        """The acknowledgment turn's ending: the last accepted done (on_done keeps it before that turn is asked)."""
+        if self.last_done is None:
+            raise RuntimeError("the acknowledgment turn comes only after an accepted done")
         return Ending.verdict(self.last_done)
 
     # --- signals --------------------------------------------------------------------------------------------
@@ -1090,7 +1118,7 @@ class AgentLoop:
         self.signals_changed = True
 
 
-def add_notices(block: dict, lines: list[str]) -> None:
+def add_notices(block: dict[str, Any], lines: list[str]) -> None:
     """The notices go into a tool result before the SDK's browser_state block, where the SDK puts its own text."""
     if isinstance(block["content"], str):
         block["content"] = [text_block(block["content"])]
@@ -1120,6 +1148,4 @@ def execute_run(run_id: int, *, worker: str) -> None:
     except SecretsUnavailable as error:
         lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
         return
-    from .worker import browser_host
-
     AgentLoop(run, browser_host).execute()
