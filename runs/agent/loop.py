@@ -115,6 +115,7 @@ class ReplyCalls:
     accepted: dict[str, Any] | None = None  # the verdict of a valid done
     done_called: bool = False
     acted: bool = False  # an action that can change the page succeeded
+    halted: bool = False  # the last browser action failed: the reply's later ones do not run
 
     def showed_page(self) -> bool:
         """Whether a result already shows the page (a screenshot), so the turn needs no live-view image."""
@@ -886,7 +887,6 @@ class AgentLoop:
         """Run the reply's tool calls in order, each as the phase allows; a reply that ran an action is an action
         turn."""
         calls = ReplyCalls()
-        halted = False
         for use in uses:
             self.emit_tool_use(use)
             screenshot_url = None
@@ -900,16 +900,7 @@ class AgentLoop:
                 block = result_block(use, VERDICT_REQUIRED, is_error=True)
                 self.count_error(True)
             elif use.toolset_name == BROWSER_TOOLSET:
-                if halted:
-                    block = result_block(use, "Not executed: an earlier action in this turn failed.", is_error=True)
-                else:
-                    self.safe_point()
-                    self.before_acting()
-                    block, screenshot_url = self.browse(use)
-                    calls.actions.append((use.name, use.input))
-                    halted = bool(block.get("is_error"))
-                    calls.acted = calls.acted or (not halted and use.name not in notices.READ_ONLY_MEMBERS)
-                    self.count_error(halted)
+                block, screenshot_url = self.run_browser_call(use, calls)
             elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
                 block = self.extract(use)
                 calls.actions.append((use.name, use.input))
@@ -923,6 +914,20 @@ class AgentLoop:
         if calls.actions:
             self.turns += 1
         return calls
+
+    def run_browser_call(self, use: BetaToolUseBlock, calls: ReplyCalls) -> tuple[dict[str, Any], str | None]:
+        """One browser action, unless an earlier one of the reply failed (the page is not what the agent planned
+        for)."""
+        if calls.halted:
+            return result_block(use, "Not executed: an earlier action in this turn failed.", is_error=True), None
+        self.safe_point()
+        self.before_acting()
+        block, screenshot_url = self.browse(use)
+        calls.actions.append((use.name, use.input))
+        calls.halted = bool(block.get("is_error"))
+        calls.acted = calls.acted or (not calls.halted and use.name not in notices.READ_ONLY_MEMBERS)
+        self.count_error(calls.halted)
+        return block, screenshot_url
 
     def add_turn_notices(self, calls: ReplyCalls) -> list[str]:
         """The turn's notices (runs.agent.notices), added to its last result; a reply whose done was accepted gets
