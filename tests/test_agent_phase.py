@@ -155,3 +155,70 @@ def test_an_empty_reply_is_nudged_once_then_counts_as_prose(agent_loop):
 
     assert agent_loop.phase is Phase.VERDICT_TURN
     assert agent_loop.signals["verdict_turn"] == "prose"
+
+
+class Evaluated:
+    def __init__(self, result: str, iteration: int) -> None:
+        self.result, self.iteration, self.explanation = result, iteration, ""
+
+
+class Grader:
+    """An outcome evaluator that gives one result, injected as the grading app injects its own."""
+
+    def __init__(self, result: str) -> None:
+        self.result = result
+
+    def has_outcome(self, run: Run) -> bool:
+        return True
+
+    def evaluate(self, run: Run, iteration: int, final_view: object, *, done: object) -> Evaluated:
+        return Evaluated(self.result, iteration)
+
+    def revision_message(self, evaluation: Evaluated) -> str:
+        return "Revise: the outcome is not met yet."
+
+    def acknowledgment_message(self, evaluation: Evaluated) -> str:
+        return "The outcome's iterations are spent: acknowledge with done."
+
+
+@pytest.fixture
+def graded_loop(request, acme, transactional_db) -> Iterator[AgentLoop]:
+    """A loop whose accepted done is graded (the grade is written on the lane, so the data is committed)."""
+    loop = AgentLoop(make_run(acme, max_turns=3), no_browser, evaluator=Grader(request.param))
+    yield loop
+    loop.lane.close()
+
+
+@pytest.mark.parametrize("graded_loop", ["needs_revision"], indirect=True)
+def test_a_done_sent_back_for_revision_starts_a_fresh_working_budget(graded_loop):
+    graded_loop.turns = 3
+    graded_loop.start_verdict_turn("cap")
+
+    assert graded_loop.decide_next(done_reply(graded_loop, success=True, output="Done."), Phase.VERDICT_TURN) is None
+
+    assert graded_loop.phase is Phase.WORKING
+    assert graded_loop.verdict_pending is False
+    assert graded_loop.budget_start == 3
+    assert graded_loop.signals["verdict_followed"] is True
+    assert last_user_texts(graded_loop)[-1] == "Revise: the outcome is not met yet."
+
+
+@pytest.mark.parametrize("graded_loop", ["max_iterations_reached"], indirect=True)
+def test_spent_iterations_ask_for_an_acknowledgment_where_only_a_done_counts(graded_loop):
+    assert graded_loop.decide_next(done_reply(graded_loop, success=True, output="First."), Phase.WORKING) is None
+    assert graded_loop.phase is Phase.ACKNOWLEDGING
+    assert last_user_texts(graded_loop)[-1] == "The outcome's iterations are spent: acknowledge with done."
+
+    ending = graded_loop.acknowledged([browser_call(), done_call(success=False, output="Second.")])
+
+    assert (ending.status, ending.success, ending.output) == (Run.Status.FAILED, False, "Second.")
+
+
+@pytest.mark.parametrize("graded_loop", ["max_iterations_reached"], indirect=True)
+def test_an_empty_acknowledgment_keeps_the_last_done(graded_loop):
+    graded_loop.decide_next(done_reply(graded_loop, success=True, output="First."), Phase.WORKING)
+
+    ending = graded_loop.empty_reply()
+
+    assert ending is not None
+    assert (ending.status, ending.output) == (Run.Status.SUCCEEDED, "First.")
