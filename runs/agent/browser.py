@@ -386,7 +386,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self._navigating = False
         self._guard_installed = False
         self._containments: set[asyncio.Future[None]] = set()
-        context.on("page", self._register)
+        context.on("page", self._on_page)
         for page in context.pages:
             self._register(page, opened=False)
 
@@ -470,6 +470,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             pass  # the browser is already gone
 
     # --- tabs -------------------------------------------------------------------------------------
+
+    def _on_page(self, page: Page) -> None:
+        self._register(page)
 
     def _register(self, page: Page, opened: bool = True) -> str:
         for tab_id, known in self._tabs.items():

@@ -39,9 +39,12 @@ EVENT_IDS_MAX = 50
 class Profile(Protocol):
     """What the guard needs of a model's profile (runs.agent.profiles.ModelProfile has it)."""
 
-    max_input_tokens: int | None
-    image_input: bool
-    context_management: tuple[str, ...]
+    @property
+    def max_input_tokens(self) -> int | None: ...
+    @property
+    def image_input(self) -> bool: ...
+    @property
+    def context_management(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,10 @@ class ContextState:
     horizon: int = 0
     dropped_exchanges: int = 0
     # Sizes and trimmed forms already computed, by message (kept alive here, so its id is not reused) and length.
-    memo: dict = field(default_factory=dict, compare=False, repr=False)
+    # Each entry: (message, its size, its trimmed form, that form's size, what trimming took out).
+    memo: dict[tuple[int, int, bool], tuple[dict[str, Any], Size, dict[str, Any], Size, Dropped]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 @dataclass
@@ -194,6 +200,8 @@ def image_tokens(block: dict[str, Any]) -> int:
     except (binascii.Error, ValueError):
         return UNKNOWN_IMAGE_TOKENS
     if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
+        width: int
+        height: int
         width, height = struct.unpack(">II", head[16:24])
         return max(width * height // PIXELS_PER_TOKEN, 1)
     return UNKNOWN_IMAGE_TOKENS

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+from typing import Any
 from urllib.parse import urlsplit
 
 from runs.agent.network_guard import BlockedRequest, NetworkGuard
@@ -57,7 +58,7 @@ class EgressProxy:
         self.max_bytes = max_bytes
         self._slots = asyncio.Semaphore(max_connections)
         self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
 
     @property

@@ -19,7 +19,9 @@ class Evaluation(Protocol):
 class OutcomeEvaluator(Protocol):
     def has_outcome(self, run: Run) -> bool: ...
 
-    def evaluate(self, run: Run, iteration: int, final_view: dict | None, *, done: dict | None) -> Evaluation: ...
+    def evaluate(
+        self, run: Run, iteration: int, final_view: dict[str, Any] | None, *, done: dict[str, Any] | None
+    ) -> Evaluation: ...
 
     def revision_message(self, evaluation: Evaluation) -> str: ...
 
@@ -32,7 +34,9 @@ class NoOutcomes:
     def has_outcome(self, run: Run) -> bool:
         return False
 
-    def evaluate(self, run: Run, iteration: int, final_view: dict | None, *, done: dict | None) -> Any:
+    def evaluate(
+        self, run: Run, iteration: int, final_view: dict[str, Any] | None, *, done: dict[str, Any] | None
+    ) -> Evaluation:
         raise RuntimeError("no outcome evaluator is registered")
 
     def revision_message(self, evaluation: Evaluation) -> str:

@@ -6,12 +6,19 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from anthropic.tools.browser import BetaToolsetCallContext
+from anthropic.types.beta import BetaMessage, BetaToolParam
 
 from runs.models import Run
 
+from . import profiles
 from .model import create_message
 from .schema import data_problems, schema_problems
+
+if TYPE_CHECKING:
+    from .browser import PlaywrightBrowserToolset
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +37,7 @@ SYSTEM_PROMPT = (
 )
 
 
-def extract_tool() -> dict[str, Any]:
+def extract_tool() -> BetaToolParam:
     """The custom tool the agent sees beside the browser toolset and done."""
     return {
         "name": EXTRACT_TOOL,
@@ -84,19 +91,17 @@ def input_problem(given: Any) -> str | None:
     return None
 
 
-def _profile(model: str):
+def _profile(model: str) -> profiles.ModelProfile | None:
     try:
-        from .profiles import profile
-    except ImportError:  # model profiles arrive with issue 12
-        return None
-    try:
-        return profile(model)
+        return profiles.profile(model)
     except Exception:
         log.info("no profile for extraction model %s", model, exc_info=True)
         return None
 
 
-def request_params(model: str, query: str, page_text: str, url: str | None, schema: dict | None) -> dict[str, Any]:
+def request_params(
+    model: str, query: str, page_text: str, url: str | None, schema: dict[str, Any] | None
+) -> dict[str, Any]:
     """The extraction request: the page's text and the question, asked of `model` with no tools."""
     page = f'<page url="{url or "unknown"}">\n{page_text}\n</page>'
     question = f"Question: {query.strip()}"
@@ -115,7 +120,7 @@ def request_params(model: str, query: str, page_text: str, url: str | None, sche
     return params
 
 
-def answer_of(message) -> str:
+def answer_of(message: BetaMessage) -> str:
     """The reply's text blocks (thinking left out): the answer and nothing else."""
     return "\n".join(block.text for block in message.content or [] if block.type == "text").strip()
 
@@ -151,7 +156,7 @@ def extract(run: Run, given: dict[str, Any], page_text: str, url: str | None = N
     return Extraction(answer)
 
 
-async def page_text_and_url(toolset) -> tuple[str, str | None]:
+async def page_text_and_url(toolset: PlaywrightBrowserToolset) -> tuple[str, str | None]:
     """The active tab's full text and its URL."""
     text = await page_text_of(toolset)
     try:
@@ -162,11 +167,9 @@ async def page_text_and_url(toolset) -> tuple[str, str | None]:
     return text, url
 
 
-async def page_text_of(toolset) -> str:
+async def page_text_of(toolset: PlaywrightBrowserToolset) -> str:
     """The current page's full text through the browser toolset's own get_page_text (bounded as the agent's is)."""
-    from anthropic.tools.browser import BetaToolsetCallContext
-
     blocks = await toolset.call(BetaToolsetCallContext(), "get_page_text", {})
     if isinstance(blocks, str):
         return blocks
-    return "\n".join(block.get("text", "") for block in blocks or [] if block.get("type") == "text")
+    return "\n".join(str(block.get("text", "")) for block in blocks or [] if block.get("type") == "text")

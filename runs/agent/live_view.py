@@ -13,10 +13,15 @@ import asyncio
 import logging
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channels.layers import get_channel_layer
 from django.core.cache import cache
+
+if TYPE_CHECKING:  # the web process imports this module for its helpers, without Playwright
+    from playwright.async_api import CDPSession, Page
+
+    from .browser import BrowserHost, PlaywrightBrowserToolset
 
 log = logging.getLogger(__name__)
 
@@ -74,15 +79,15 @@ class LiveView:
     """One run's screencast: started while the run page is open somewhere, stopped when nobody watches or the run
     ends. All Playwright calls run on the browser host's loop; the presence poll runs in its own daemon thread."""
 
-    def __init__(self, host: Any, toolset: Any, run_public_id: str) -> None:
+    def __init__(self, host: BrowserHost, toolset: PlaywrightBrowserToolset, run_public_id: str) -> None:
         self.host = host
         self.toolset = toolset
         self.run_public_id = run_public_id
         self.group = live_group(run_public_id)
         self.cursor: dict[str, Any] | None = None
         self.frames_sent = 0
-        self._cdp: Any = None
-        self._page: Any = None
+        self._cdp: CDPSession | None = None
+        self._page: Page | None = None
         self._sending = False
         self._last_sent = 0.0
         self._stopped = threading.Event()
@@ -113,14 +118,14 @@ class LiveView:
         if page is not None:
             await self._start_screencast(page)
 
-    def _active_page(self) -> Any:
-        tabs = getattr(self.toolset, "_tabs", {})
-        page = tabs.get(getattr(self.toolset, "_active", None))
+    def _active_page(self) -> Page | None:
+        active = self.toolset._active  # the driver has no public accessor for the active tab
+        page = self.toolset._tabs.get(active) if active is not None else None
         return None if page is None or page.is_closed() else page
 
     # --- the screencast, on the host's loop -----------------------------------------------------------------------
 
-    async def _start_screencast(self, page: Any) -> None:
+    async def _start_screencast(self, page: Page) -> None:
         try:
             cdp = await page.context.new_cdp_session(page)
             cdp.on("Page.screencastFrame", lambda frame: asyncio.ensure_future(self._on_frame(cdp, frame)))
@@ -143,7 +148,7 @@ class LiveView:
         except Exception:
             log.debug("live view of %s: the tab or context was already gone", self.run_public_id)
 
-    async def _on_frame(self, cdp: Any, frame: dict) -> None:
+    async def _on_frame(self, cdp: CDPSession, frame: dict[str, Any]) -> None:
         # Acknowledge every frame (Chromium sends the next one only then), but publish at most FRAMES_PER_SECOND and
         # only when the previous frame is out: a slow channel drops frames instead of queueing them.
         try:
@@ -222,7 +227,7 @@ class LiveView:
         self._thread.join(timeout=2)
 
 
-def attach(host: Any, toolset: Any, run_public_id: str) -> LiveView | None:
+def attach(host: BrowserHost, toolset: PlaywrightBrowserToolset, run_public_id: str) -> LiveView | None:
     """The run's live view, or None when it cannot run (it never costs the run itself)."""
     try:
         return LiveView(host, toolset, run_public_id)

@@ -6,12 +6,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
 from typing import Any
 
+from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+from playwright.async_api import Error as PlaywrightError
 
 from agent_platform.lib.text import bounded, content_text, first_line
 from runs import lifecycle
@@ -21,10 +25,13 @@ from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
 from runs.usage import Answered, record_turn
 
-from . import context, evaluation, extraction, notices, prompts, spending
+from . import context, evaluation, extraction, live_view, notices, prompts, spending, tracing
+from .browser import BrowserHost, PlaywrightBrowserToolset
 from .lane import Lane, LaneFailed
 from .model import ModelUnavailable, create_message, model_profile, thinking_param
+from .network_guard import NetworkGuard
 from .schema import data_problems
+from .worker import browser_host
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,14 @@ MAX_TRUNCATIONS = 3
 MAX_PAUSES = 5
 
 
+class Phase(Enum):
+    """Where the run's conversation is, which decides what the agent's next reply may do."""
+
+    WORKING = "working"  # action turns: every tool runs, within the turn cap, the failure budget and the cost cap
+    VERDICT_TURN = "verdict_turn"  # the verdict was asked for (turn cap, failures, cost cap or prose): only done runs
+    ACKNOWLEDGING = "acknowledging"  # the outcome's iterations are spent: one last reply, where only a done counts
+
+
 @dataclass
 class Ending:
     """How a run ends, as lifecycle.finish records it."""
@@ -69,7 +84,7 @@ class Ending:
         return cls(Run.Status.FAILED, error_code, message)
 
     @classmethod
-    def verdict(cls, done: dict) -> Ending:
+    def verdict(cls, done: dict[str, Any]) -> Ending:
         """The agent's verdict as it gave it: the platform does not verify it."""
         if done["success"]:
             return cls(Run.Status.SUCCEEDED, success=True, output=done["output"], data=done.get("data"))
@@ -80,6 +95,33 @@ class Ending:
             success=False,
             output=done["output"],
             data=done.get("data"),
+        )
+
+
+@dataclass
+class CallResult:
+    """One tool call of a reply and its answer: the tool_result block, and a screenshot's URL if the call took one."""
+
+    use: BetaToolUseBlock
+    block: dict[str, Any]
+    screenshot_url: str | None = None
+
+
+@dataclass
+class ReplyCalls:
+    """What running one reply's tool calls gave: their results, and what the rest of the turn is decided on."""
+
+    results: list[CallResult] = field(default_factory=list)
+    actions: list[tuple[str, dict[str, object]]] = field(default_factory=list)  # browser and extract calls, as run
+    accepted: dict[str, Any] | None = None  # the verdict of a valid done
+    done_called: bool = False
+    acted: bool = False  # an action that can change the page succeeded
+    halted: bool = False  # the last browser action failed: the reply's later ones do not run
+
+    def showed_page(self) -> bool:
+        """Whether a result already shows the page (a screenshot), so the turn needs no live-view image."""
+        return any(result.screenshot_url for result in self.results) or any(
+            has_image(result.block["content"]) for result in self.results
         )
 
 
@@ -120,7 +162,7 @@ class Heartbeat(threading.Thread):
         self.stopped.set()
 
 
-def text_block(text: str) -> dict:
+def text_block(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
@@ -132,7 +174,8 @@ def active_url(content: Any) -> str | None:
         if block.get("type") == "browser_state":
             for tab in block.get("tabs") or []:
                 if tab.get("active"):
-                    return tab.get("url")
+                    url: str | None = tab.get("url")
+                    return url
     return None
 
 
@@ -147,7 +190,7 @@ def error_text(error: Exception) -> str:
     return content if isinstance(content, str) else content_text(content)
 
 
-def result_block(use, text: str, *, is_error: bool = False) -> dict:
+def result_block(use: BetaToolUseBlock, text: str, *, is_error: bool = False) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": [text_block(text)]}
     if use.toolset_name:
         block["toolset_name"] = use.toolset_name  # the API rejects a member's result without it
@@ -162,7 +205,7 @@ class AgentLoop:
     def __init__(
         self,
         run: Run,
-        host_factory: Callable[[], Any],
+        host_factory: Callable[[], BrowserHost],
         evaluator: evaluation.OutcomeEvaluator | None = None,
     ) -> None:
         self.run = run
@@ -177,22 +220,23 @@ class AgentLoop:
         self.truncations = 0
         self.pauses = 0
         self.nudged_empty = False
-        self.host = None
-        self.toolset = None
+        # Set by open_browser: the worker's browser host, this run's context with its toolset, its network policy.
+        self._host: BrowserHost | None = None
+        self._toolset: PlaywrightBrowserToolset | None = None
+        self._guard: NetworkGuard | None = None
+        self.live: live_view.LiveView | None = None  # issue 16: streams only while watched
         self.schema = run.session.output_schema or None
         self.started = time.monotonic()
-        self.messages: list[dict] = []
+        self.messages: list[dict[str, Any]] = []
         self.replies = 0
         self.turns = 0
         self.budget_start = 0
         self.consecutive_errors = 0
-        self.on_verdict_turn = False
+        self.phase = Phase.WORKING
         self.verdict_corrections = 0
-        self.awaiting_verdict = False
-        self.acknowledging = False
         self.iteration = 0
-        self.last_done: dict | None = None
-        self.final_view: dict | None = None
+        self.last_done: dict[str, Any] | None = None
+        self.final_view: dict[str, Any] | None = None
         self.browser_failed = False
         self.final_view_fresh = False
         self.tracker = notices.NoticeTracker(run.max_turns)
@@ -206,8 +250,9 @@ class AgentLoop:
         # its events, the signals) in one transaction, and the live-view screenshot. See hand_off and before_acting.
         self.lane = Lane(run.public_id)
         self.answered: Answered | None = None
-        self.turn_events: list[tuple[str, dict, Any]] = []
-        self.live_view_for: dict | None = None  # the tool_result event data the turn's live-view image belongs to
+        self.turn_events: list[tuple[str, dict[str, Any], datetime]] = []
+        # the tool_result event data the turn's live-view image belongs to
+        self.live_view_for: dict[str, Any] | None = None
         self.signals_changed = False
         self.acting = False  # the current reply's first browser action has run: the lane was flushed for it
         self.signals: dict[str, Any] = {
@@ -220,6 +265,24 @@ class AgentLoop:
             "verdict_turn": "none",
             "verdict_followed": None,
         }
+
+    @property
+    def host(self) -> BrowserHost:
+        if self._host is None:
+            raise RuntimeError("the run's browser is not open yet")
+        return self._host
+
+    @property
+    def toolset(self) -> PlaywrightBrowserToolset:
+        if self._toolset is None:
+            raise RuntimeError("the run's browser is not open yet")
+        return self._toolset
+
+    @property
+    def guard(self) -> NetworkGuard:
+        if self._guard is None:
+            raise RuntimeError("the run's browser is not open yet")
+        return self._guard
 
     # --- the run as a whole -----------------------------------------------------------------------------
 
@@ -261,12 +324,10 @@ class AgentLoop:
                 log.info("run %s ended %s %s", self.run.public_id, ending.status, ending.error_code)
 
     def unexpected(self, error: Exception) -> Ending:
-        from playwright.async_api import Error as PlaywrightError
-
         if isinstance(error, PlaywrightError):
-            log.warning("run %s: browser error", self.run.public_id, exc_info=True)
+            log.warning("run %s: browser error", self.run.public_id, exc_info=error)
             return Ending.failed(Run.ErrorCode.BROWSER_ERROR, f"The browser failed: {first_line(error)}")
-        log.exception("run %s: the runtime failed", self.run.public_id)
+        log.error("run %s: the runtime failed", self.run.public_id, exc_info=error)
         return Ending.failed(
             "", f"The runtime failed unexpectedly ({type(error).__name__}); the worker's log has the details."
         )
@@ -296,11 +357,7 @@ class AgentLoop:
         return settings.BROWSER_ACTION_TIMEOUT_SECONDS + BROWSER_CALL_MARGIN_SECONDS
 
     def open_browser(self) -> None:
-        from runs.agent import live_view, tracing  # issue 16: live view and replay trace
-        from runs.agent.browser import PlaywrightBrowserToolset
-        from runs.agent.network_guard import NetworkGuard
-
-        self.host = self.host_factory()
+        self._host = host = self.host_factory()
         run = self.run
         guard = NetworkGuard(
             allowed_private_hosts=settings.BROWSER_ALLOWED_PRIVATE_HOSTS,
@@ -310,8 +367,8 @@ class AgentLoop:
         def store(png: bytes) -> str:
             return save_screenshot(run.public_id, png)
 
-        async def build(storage_state):
-            context = await self.host.new_context(
+        async def build(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
+            context = await host.new_context(
                 storage_state=storage_state,
                 network_guard=guard,
                 viewport=(settings.BROWSER_VIEWPORT_WIDTH, settings.BROWSER_VIEWPORT_HEIGHT),
@@ -326,21 +383,21 @@ class AgentLoop:
             await toolset.install_guard()
             return toolset
 
-        self.guard = guard
+        self._guard = guard
         state = run.session.browser_state or None
         try:
-            self.toolset = self.host.run(build(state), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+            self._toolset = host.run(build(state), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
         except TimeoutError:
             raise BrowserCrashed(
                 f"The browser did not open a context within {BROWSER_SETUP_TIMEOUT_SECONDS} s."
             ) from None
         except Exception as error:
-            if state is None or not self.host.is_connected:
+            if state is None or not host.is_connected:
                 raise BrowserCrashed(f"The browser could not be started: {first_line(error)}") from error
             # a saved state Chromium refuses should not cost the run: start from a clean context instead
             log.warning("run %s: the session's browser state was refused; starting clean", run.public_id)
-            self.toolset = self.host.run(build(None), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
-        self.live = live_view.attach(self.host, self.toolset, run.public_id)  # issue 16: streams only while watched
+            self._toolset = host.run(build(None), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+        self.live = live_view.attach(host, self.toolset, run.public_id)
 
         problem = ""
         if run.start_url:
@@ -367,10 +424,10 @@ class AgentLoop:
         for blocked in self.guard.take_unreported():
             self.record("network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy})
 
-    def browse(self, use) -> tuple[dict, str | None]:
+    def browse(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], str | None]:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
         self.toolset.last_screenshot_url = None
-        if getattr(self, "live", None) is not None:
+        if self.live is not None:
             self.live.note_action(use.name, use.input)  # issue 16: the live view's cursor mark
         try:
             block = self.host.run(self.toolset.tool_result(use), timeout=self.browser_timeout())
@@ -399,11 +456,11 @@ class AgentLoop:
             return None
         return fingerprint
 
-    def capture_final_view(self) -> dict | None:
+    def capture_final_view(self) -> dict[str, Any] | None:
         """The page as the agent last saw it (url, title, bounded text, viewport screenshot URL), for the judge."""
         if self.final_view_fresh:
             return self.final_view
-        if self.toolset is None or not self.host.is_connected:
+        if self._toolset is None or not self.host.is_connected:
             return self.final_view
         try:
             view = self.host.run(self.toolset.final_view(), timeout=self.browser_timeout())
@@ -411,15 +468,15 @@ class AgentLoop:
             log.info("run %s: no final view: %s", self.run.public_id, first_line(error))
             return self.final_view
         png = view.pop("screenshot_png", None)
-        view = mask(view, self.run.secrets)  # the judge and the grader read it
-        view["screenshot_url"] = save_screenshot(self.run.public_id, png) if png else None
-        self.final_view = view
+        masked: dict[str, Any] = mask(view, self.run.secrets)  # the judge and the grader read it
+        masked["screenshot_url"] = save_screenshot(self.run.public_id, png) if png else None
+        self.final_view = masked
         self.final_view_fresh = True
-        return view
+        return masked
 
     def close_browser(self) -> None:
         """Record the final view, keep the session's cookies and storage for its follow-up runs, close the context."""
-        if self.toolset is None:
+        if self._toolset is None:
             return
         try:
             if self.browser_failed:
@@ -446,10 +503,8 @@ class AgentLoop:
     def keep_trace(self) -> None:
         """Issue 16: stop the live view and keep the run's Playwright trace (secrets masked) before the context
         closes; neither may cost the run its ending."""
-        from runs.agent import tracing
-
         try:
-            if getattr(self, "live", None) is not None:
+            if self.live is not None:
                 self.live.stop()
             # a hung page could hang the trace's stop too: a run the browser failed keeps no trace
             if self.host.is_connected and not self.browser_failed:
@@ -459,7 +514,7 @@ class AgentLoop:
 
     # --- the conversation -------------------------------------------------------------------------------
 
-    def add_user(self, content: list[dict]) -> None:
+    def add_user(self, content: list[dict[str, Any]]) -> None:
         self.messages.append({"role": "user", "content": content})
 
     def place_breakpoints(self) -> None:
@@ -475,7 +530,7 @@ class AgentLoop:
             else:
                 last.pop("cache_control", None)
 
-    def request(self) -> dict:
+    def request(self) -> dict[str, Any]:
         """The next Messages request. It never forces a tool: the verdict turn is asked for in a user message."""
         self.place_breakpoints()
         params: dict[str, Any] = {
@@ -555,13 +610,13 @@ class AgentLoop:
                 f"The next model request (about ${cost:.4f}) would cross {room.describe()}; it was not sent.",
             )
         pending_user = self.messages and self.messages[-1]["role"] == "user"
-        if not self.on_verdict_turn and not self.acknowledging and pending_user and not room.allows(2 * cost):
+        if self.phase is Phase.WORKING and pending_user and not room.allows(2 * cost):
             self.start_verdict_turn("budget")
             self.messages[-1]["content"].append(text_block(prompts.budget_verdict_notice(room.describe())))
             self.save_signals()
         return None
 
-    def after_request(self, message) -> None:
+    def after_request(self, message: BetaMessage) -> None:
         """What the reply tells the cost estimate, and the timeline when the server compacted the conversation."""
         usage = message.usage
         self.last_request = spending.LastRequest(
@@ -597,7 +652,7 @@ class AgentLoop:
     # a request that then is never sent, or whose reply is never acted on. Before the run ends, before an outcome
     # is graded and before the judge (queued by lifecycle.finish) reads, the lane is flushed.
 
-    def record(self, type: str, data: dict) -> None:
+    def record(self, type: str, data: dict[str, Any]) -> None:
         self.turn_events.append((type, data, timezone.now()))
 
     def hand_off(self) -> None:
@@ -609,11 +664,11 @@ class AgentLoop:
         self.answered, self.turn_events, self.signals_changed = None, [], False
         if answered is None and not events and signals is None:
             return
-        run, screenshot = self.run, (self.live_view_image if live_view_for is not None else None)
+        run, live_view_image = self.run, self.live_view_image
 
         def write() -> None:
-            if screenshot is not None:
-                live_view_for["screenshot_url"] = screenshot()
+            if live_view_for is not None:
+                live_view_for["screenshot_url"] = live_view_image()
             record_turn(run, answered=answered, events=events, signals=signals)
             lifecycle.heartbeat(run)
 
@@ -646,7 +701,7 @@ class AgentLoop:
             return None
         return save_screenshot(self.run.public_id, image, extension)
 
-    def on_reply(self, message) -> Ending | None:
+    def on_reply(self, message: BetaMessage) -> Ending | None:
         """One reply, by its stop_reason; the assistant turn is kept exactly as received (thinking blocks and their
         signatures included), since the API refuses a conversation whose earlier turns were altered."""
         stop_reason = message.stop_reason
@@ -676,11 +731,11 @@ class AgentLoop:
         if stop_reason == "max_tokens":
             return self.truncated(uses)
         self.truncations = 0
-        if self.acknowledging:
+        if self.phase is Phase.ACKNOWLEDGING:
             return self.acknowledged(uses)
         return self.answer(uses) if uses else self.prose()
 
-    def show_messages(self, content: list) -> None:
+    def show_messages(self, content: list[BetaContentBlock]) -> None:
         """Claude's text for the live timeline: its text blocks, and the progress text it writes between tool calls,
         which arrives in thinking blocks."""
         for block in content:
@@ -689,7 +744,7 @@ class AgentLoop:
             elif block.type == "thinking" and (block.thinking or "").strip():
                 self.record("agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
 
-    def refused(self, message, content: list) -> Ending:
+    def refused(self, message: BetaMessage, content: list[BetaContentBlock]) -> Ending:
         text = " ".join(block.text.strip() for block in content if block.type == "text" and block.text.strip())
         details = getattr(message, "stop_details", None)
         explanation = getattr(details, "explanation", None) or ""
@@ -698,7 +753,7 @@ class AgentLoop:
             Run.ErrorCode.MODEL_REFUSED, mask(f"The model declined to continue the task: {said}", self.run.secrets)
         )
 
-    def truncated(self, uses: list) -> Ending | None:
+    def truncated(self, uses: list[BetaToolUseBlock]) -> Ending | None:
         """A reply cut off at max_tokens: none of its tool calls runs (the last one may be incomplete); the agent is
         told, and the next request may have a higher limit, up to the model's."""
         self.truncations += 1
@@ -708,7 +763,7 @@ class AgentLoop:
                 f"The model's replies were cut off at max_tokens ({self.max_tokens}) {MAX_TRUNCATIONS + 1} times in "
                 "a row.",
             )
-        if self.acknowledging:
+        if self.phase is Phase.ACKNOWLEDGING:
             return self.acknowledged([])
         limit = self.max_tokens
         if self.model_max_tokens is not None:
@@ -724,9 +779,9 @@ class AgentLoop:
 
     def empty_reply(self) -> Ending | None:
         """A reply with no content: answered once with a short nudge; the next one is treated as prose."""
-        if self.acknowledging:
-            return Ending.verdict(self.last_done)
-        if self.on_verdict_turn:
+        if self.phase is Phase.ACKNOWLEDGING:
+            return self.last_verdict()
+        if self.phase is Phase.VERDICT_TURN:
             return self.verdict_missed()
         if not self.nudged_empty:
             self.nudged_empty = True
@@ -734,9 +789,14 @@ class AgentLoop:
             return None
         return self.prose()
 
+    @property
+    def verdict_pending(self) -> bool:
+        """On the verdict turn, before a reply was counted as following it or not (the verdict_followed signal)."""
+        return self.phase is Phase.VERDICT_TURN and self.signals["verdict_followed"] is None
+
     def start_verdict_turn(self, reason: str) -> None:
-        self.on_verdict_turn = True
-        self.awaiting_verdict = True
+        """The next request asks for the verdict; the signals say why, and whether the agent follows it."""
+        self.phase = Phase.VERDICT_TURN
         self.verdict_corrections = 0
         self.signals["verdict_turn"] = reason
         self.signals["verdict_followed"] = None
@@ -769,7 +829,7 @@ class AgentLoop:
     def prose(self) -> Ending | None:
         """A reply without any tool call: the agent is asked once, in a user message, to call done, and that request
         is the verdict turn; prose on a verdict turn ends the run."""
-        if self.on_verdict_turn:
+        if self.phase is Phase.VERDICT_TURN:
             self.save_signals()
             return self.verdict_missed()
         self.start_verdict_turn("prose")
@@ -777,13 +837,15 @@ class AgentLoop:
         self.save_signals()
         return None
 
-    def emit_tool_use(self, use) -> None:
+    def emit_tool_use(self, use: BetaToolUseBlock) -> None:
         self.record(
             "agent.tool_use",
             {"id": use.id, "name": use.name, "toolset": use.toolset_name, "input": use.input, "turn": self.replies},
         )
 
-    def emit_tool_result(self, use, block: dict, lines: list[str], screenshot_url: str | None) -> dict:
+    def emit_tool_result(
+        self, use: BetaToolUseBlock, block: dict[str, Any], lines: list[str], screenshot_url: str | None
+    ) -> dict[str, Any]:
         data = {
             "tool_use_id": use.id,
             "name": use.name,
@@ -803,85 +865,103 @@ class AgentLoop:
     def count_error(self, is_error: bool) -> None:
         self.consecutive_errors = self.consecutive_errors + 1 if is_error else 0
 
-    def answer(self, uses: list) -> Ending | None:
+    def answer(self, uses: list[BetaToolUseBlock]) -> Ending | None:
         """Answer every tool_use of one reply, then decide what the next request is."""
-        verdict_turn = self.on_verdict_turn
-        results: list[tuple[Any, dict, str | None]] = []
-        actions: list[tuple[str, dict]] = []
-        accepted: dict | None = None
-        done_called = False
-        halted = False
-        acted = False
+        replied_in = self.phase  # an extract refused at the cost cap starts the verdict turn within the reply
+        calls = self.run_calls(uses, replied_in)
+        lines = self.add_turn_notices(calls)
+        self.emit_results(calls, lines)
+        return self.decide_next(calls, replied_in)
+
+    def run_calls(self, uses: list[BetaToolUseBlock], replied_in: Phase) -> ReplyCalls:
+        """Run the reply's tool calls in order, each as the phase allows; a reply that ran an action is an action
+        turn."""
+        calls = ReplyCalls()
         for use in uses:
             self.emit_tool_use(use)
             screenshot_url = None
-            if accepted is not None:
+            if calls.accepted is not None:
                 block = result_block(use, NOT_EXECUTED_AFTER_DONE, is_error=True)
             elif use.name == prompts.DONE_TOOL and not use.toolset_name:
-                done_called = True
-                block, accepted = self.check_done(use)
-                self.count_error(accepted is None)
-            elif verdict_turn:
+                calls.done_called = True
+                block, calls.accepted = self.check_done(use)
+                self.count_error(calls.accepted is None)
+            elif replied_in is Phase.VERDICT_TURN:
                 block = result_block(use, VERDICT_REQUIRED, is_error=True)
                 self.count_error(True)
             elif use.toolset_name == BROWSER_TOOLSET:
-                if halted:
-                    block = result_block(use, "Not executed: an earlier action in this turn failed.", is_error=True)
-                else:
-                    self.safe_point()
-                    self.before_acting()
-                    block, screenshot_url = self.browse(use)
-                    actions.append((use.name, use.input))
-                    halted = bool(block.get("is_error"))
-                    acted = acted or (not halted and use.name not in notices.READ_ONLY_MEMBERS)
-                    self.count_error(halted)
+                block, screenshot_url = self.run_browser_call(use, calls)
             elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
                 block = self.extract(use)
-                actions.append((use.name, use.input))
+                calls.actions.append((use.name, use.input))
                 self.count_error(bool(block.get("is_error")))
             else:
                 block = result_block(
                     use, f"Unknown tool {use.name!r}: use the browser tools, or done to finish.", is_error=True
                 )
                 self.count_error(True)
-            results.append((use, block, screenshot_url))
-
-        if actions:
+            calls.results.append(CallResult(use, block, screenshot_url))
+        if calls.actions:
             self.turns += 1
-        lines: list[str] = []
-        live_view = False
-        if accepted is None:
-            fingerprint = None
-            if actions:
-                shown = any(url for _, _, url in results) or any(has_image(b["content"]) for _, b, _ in results)
-                fingerprint = self.observe()
-                live_view = not shown  # taken on the lane, before the next action (see before_acting)
-            lines = self.tracker.for_turn(
-                actions=actions,
-                turns_used=self.turns - self.budget_start,
-                consecutive_errors=self.consecutive_errors,
-                fingerprint=fingerprint,
-                acted=acted,
-            )
-            if lines:
-                add_notices(results[-1][1], lines)
-        for index, (use, block, screenshot_url) in enumerate(results):
-            data = self.emit_tool_result(use, block, lines if index == len(results) - 1 else [], screenshot_url)
-        if live_view:
-            self.live_view_for = data
-        blocks = [block for _, block, _ in results]
+        return calls
 
+    def run_browser_call(self, use: BetaToolUseBlock, calls: ReplyCalls) -> tuple[dict[str, Any], str | None]:
+        """One browser action, unless an earlier one of the reply failed (the page is not what the agent planned
+        for)."""
+        if calls.halted:
+            return result_block(use, "Not executed: an earlier action in this turn failed.", is_error=True), None
+        self.safe_point()
+        self.before_acting()
+        block, screenshot_url = self.browse(use)
+        calls.actions.append((use.name, use.input))
+        calls.halted = bool(block.get("is_error"))
+        calls.acted = calls.acted or (not calls.halted and use.name not in notices.READ_ONLY_MEMBERS)
+        self.count_error(calls.halted)
+        return block, screenshot_url
+
+    def add_turn_notices(self, calls: ReplyCalls) -> list[str]:
+        """The turn's notices (runs.agent.notices), added to its last result; a reply whose done was accepted gets
+        none."""
+        if calls.accepted is not None:
+            return []
+        fingerprint = self.observe() if calls.actions else None
+        lines = self.tracker.for_turn(
+            actions=calls.actions,
+            turns_used=self.turns - self.budget_start,
+            consecutive_errors=self.consecutive_errors,
+            fingerprint=fingerprint,
+            acted=calls.acted,
+        )
+        if lines:
+            add_notices(calls.results[-1].block, lines)
+        return lines
+
+    def emit_results(self, calls: ReplyCalls, lines: list[str]) -> None:
+        """Each call's agent.tool_result event, the notices with the last; an action turn that showed no image of the
+        page has its last result carry the live-view image (taken on the lane, before the next action: see
+        before_acting)."""
+        wants_live_view = calls.accepted is None and bool(calls.actions) and not calls.showed_page()
+        for index, result in enumerate(calls.results):
+            last = index == len(calls.results) - 1
+            data = self.emit_tool_result(result.use, result.block, lines if last else [], result.screenshot_url)
+            if last and wants_live_view:
+                self.live_view_for = data
+
+    def decide_next(self, calls: ReplyCalls, replied_in: Phase) -> Ending | None:
+        """After the results: the run ends (an accepted done, unless its outcome sends the agent back; a verdict turn
+        without one), or the results go back to the model, with the verdict turn asked for when a limit was
+        reached."""
+        blocks = [result.block for result in calls.results]
         if self.consecutive_errors >= notices.FAILURE_LIMIT:
             self.signals["failures_max"] = True
-        if accepted is not None:
-            if self.awaiting_verdict:
+        if calls.accepted is not None:
+            if self.verdict_pending:
                 self.signals["verdict_followed"] = True
-                self.awaiting_verdict = False
             self.save_signals()
             self.add_user(blocks)
-            return self.on_done(accepted)
-        if verdict_turn:
-            if done_called and self.verdict_corrections < VERDICT_CORRECTIONS:
+            return self.on_done(calls.accepted)
+        if replied_in is Phase.VERDICT_TURN:
+            if calls.done_called and self.verdict_corrections < VERDICT_CORRECTIONS:
                 # a done with data the schema refused: the verdict turn goes on so the agent can correct it
                 self.verdict_corrections += 1
                 self.save_signals()
@@ -889,20 +969,21 @@ class AgentLoop:
                 return None
             self.save_signals()
             return self.verdict_missed()
-        if self.awaiting_verdict and not done_called:
+        if self.verdict_pending and not calls.done_called:
+            # the verdict turn started within this reply (an extract refused at the cost cap): the reply counts as
+            # its answer
             self.signals["verdict_followed"] = False
-            self.awaiting_verdict = False
-        if actions and self.turns - self.budget_start >= self.run.max_turns:
+        if calls.actions and self.turns - self.budget_start >= self.run.max_turns:
             self.start_verdict_turn("cap")
         elif self.consecutive_errors >= notices.FAILURE_LIMIT:
             self.start_verdict_turn("failures")
-        if self.on_verdict_turn:
+        if self.phase is Phase.VERDICT_TURN:
             blocks.append(text_block(prompts.VERDICT_NOW))  # after the results: the API wants those first
         self.save_signals()
         self.add_user(blocks)
         return None
 
-    def extract(self, use) -> dict:
+    def extract(self, use: BetaToolUseBlock) -> dict[str, Any]:
         """The extract tool: the current page's full text read by a separate model request (source extraction)
         that returns only the answer; over the cost cap it is refused and the verdict turn comes instead."""
         self.safe_point()
@@ -940,7 +1021,7 @@ class AgentLoop:
             return result_block(use, f"The extraction request failed: {error}", is_error=True)
         return result_block(use, answer.text, is_error=answer.is_error)
 
-    def check_done(self, use) -> tuple[dict, dict | None]:
+    def check_done(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """Validate a done call: its result block, and the accepted verdict or None."""
         given = use.input if isinstance(use.input, dict) else {}
         problems = []
@@ -964,7 +1045,7 @@ class AgentLoop:
         done = {"success": given["success"], "output": given["output"], "data": data}
         return result_block(use, "Verdict recorded."), done
 
-    def on_done(self, done: dict) -> Ending | None:
+    def on_done(self, done: dict[str, Any]) -> Ending | None:
         """An accepted done ends the run, unless the run's outcome sends the agent back to revise its work."""
         self.last_done = done
         evaluator = self.evaluator
@@ -981,21 +1062,20 @@ class AgentLoop:
             # a fresh action-turn budget in the same browser context
             self.budget_start = self.turns
             self.consecutive_errors = 0
-            self.on_verdict_turn = False
-            self.awaiting_verdict = False
+            self.phase = Phase.WORKING
             self.nudged_empty = False
             self.tracker.reset_budget()
             return None
         if result == "max_iterations_reached":
             # asked for in a user message, like the verdict turn: no tool is forced
-            self.acknowledging = True
+            self.phase = Phase.ACKNOWLEDGING
             self.messages[-1]["content"].append(text_block(evaluator.acknowledgment_message(evaluation)))
             return None
         if result == "interrupted":
             self.safe_point()  # the cancel that interrupted it ends the run as cancelled
         return Ending.verdict(done)
 
-    def acknowledged(self, uses: list) -> Ending:
+    def acknowledged(self, uses: list[BetaToolUseBlock]) -> Ending:
         """The one final turn after max_iterations_reached: a valid done replaces the last one; nothing else runs."""
         results = []
         for use in uses:
@@ -1009,6 +1089,12 @@ class AgentLoop:
             results.append((use, block))
         for use, block in results:
             self.emit_tool_result(use, block, [], None)
+        return self.last_verdict()
+
+    def last_verdict(self) -> Ending:
+        """The acknowledgment turn's ending: the last accepted done (on_done keeps it before that turn is asked)."""
+        if self.last_done is None:
+            raise RuntimeError("the acknowledgment turn comes only after an accepted done")
         return Ending.verdict(self.last_done)
 
     # --- signals --------------------------------------------------------------------------------------------
@@ -1027,7 +1113,7 @@ class AgentLoop:
         self.signals_changed = True
 
 
-def add_notices(block: dict, lines: list[str]) -> None:
+def add_notices(block: dict[str, Any], lines: list[str]) -> None:
     """The notices go into a tool result before the SDK's browser_state block, where the SDK puts its own text."""
     if isinstance(block["content"], str):
         block["content"] = [text_block(block["content"])]
@@ -1053,6 +1139,4 @@ def execute_run(run_id: int, *, worker: str) -> None:
     except SecretsUnavailable as error:
         lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
         return
-    from .worker import browser_host
-
     AgentLoop(run, browser_host).execute()

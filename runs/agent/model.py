@@ -1,13 +1,20 @@
 """The Anthropic client every model request goes through, and the one place a request's usage is recorded."""
 
+from __future__ import annotations
+
 import functools
 import logging
+from typing import TYPE_CHECKING, Any
 
 import anthropic
+from anthropic.types.beta import BetaMessage
 from django.conf import settings
 
 from runs.models import Run
 from runs.usage import record_model_request
+
+if TYPE_CHECKING:
+    from .profiles import ModelProfile
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +39,7 @@ def client() -> anthropic.Anthropic:
 
 @functools.lru_cache(maxsize=8)
 def _client_for(base_url: str, api_key: str, max_retries: int, timeout_seconds: int) -> anthropic.Anthropic:
-    options = {"max_retries": max_retries, "timeout": anthropic.Timeout(timeout_seconds, connect=10.0)}
+    options: dict[str, Any] = {"max_retries": max_retries, "timeout": anthropic.Timeout(timeout_seconds, connect=10.0)}
     if base_url:
         options["base_url"] = base_url
     if api_key:
@@ -57,10 +64,10 @@ def describe(error: Exception) -> str:
     return f"The model request failed: {type(error).__name__}."
 
 
-def model_profile(model: str):
+def model_profile(model: str) -> ModelProfile | None:
     """The model's profile (runs.agent.profiles.ModelProfile) as the Models API describes it, or None when it cannot
     be learnt (the request itself then says what is wrong with the model)."""
-    from . import profiles  # it builds its lookups on this module's client
+    from . import profiles  # noqa: PLC0415 (lazy: profiles builds its lookups on this module's client)
 
     try:
         return profiles.profile(model)
@@ -69,18 +76,18 @@ def model_profile(model: str):
         return None
 
 
-def thinking_param(profile, mode: str) -> dict | None:
+def thinking_param(profile: ModelProfile | None, mode: str) -> dict[str, Any] | None:
     """The request's thinking parameter for the run's thinking mode ("" = the model's default), or None to omit it."""
-    from . import profiles
+    from . import profiles  # noqa: PLC0415 (lazy: profiles imports this module's client)
 
     return None if profile is None else profiles.thinking_config(profile, mode)
 
 
-def create_message(run: Run, *, source: str, record: bool = True, **params):
+def create_message(run: Run, *, source: str, record: bool = True, **params: Any) -> BetaMessage:
     """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer, here, or
     by the caller when `record` is false (the agent loop records it with the turn: runs.usage.record_turn)."""
     try:
-        message = client().beta.messages.create(**params)
+        message: BetaMessage = client().beta.messages.create(**params)
     except anthropic.APIError as error:
         log.warning("model request for %s failed: %s", run.public_id, describe(error))
         raise ModelUnavailable(describe(error)) from error

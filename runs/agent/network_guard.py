@@ -275,7 +275,9 @@ class NetworkGuard:
         if refusal is not None:
             return Destination(refusal=refusal)
         try:
-            addresses = (ipaddress.ip_address(host.split("%", 1)[0]),)
+            addresses: tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...] = (
+                ipaddress.ip_address(host.split("%", 1)[0]),
+            )
             literal = True
         except ValueError:
             literal = False
@@ -413,4 +415,4 @@ def _is_main_frame_navigation(request: Request) -> bool:
 
 def resolve_host(host: str) -> list[str]:
     """Every address `host` resolves to (blocking: call it in a thread)."""
-    return sorted({info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)})
+    return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)})

@@ -77,7 +77,7 @@ class NoticeTracker:
     def for_turn(
         self,
         *,
-        actions: list[tuple[str, dict]],
+        actions: list[tuple[str, dict[str, object]]],
         turns_used: int,
         consecutive_errors: int,
         fingerprint: str | None = None,
@@ -114,7 +114,7 @@ class NoticeTracker:
         """A revision starts a fresh action-turn budget; what the agent did before still counts for repeats."""
         self.unchanged_turns = 1
 
-    def _repeated(self, actions: list[tuple[str, dict]]) -> str | None:
+    def _repeated(self, actions: list[tuple[str, dict[str, object]]]) -> str | None:
         repeated = None
         for name, member_input in actions:
             action = (name, member_input)

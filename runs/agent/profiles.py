@@ -6,6 +6,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import anthropic
 from django.conf import settings
@@ -25,7 +26,7 @@ PROGRESS_DISPLAY = "updates"
 class UnknownModel(Exception):
     """The Models API does not know this model id (404)."""
 
-    def __init__(self, model: str):
+    def __init__(self, model: str) -> None:
         super().__init__(f"no model '{model}' in the model catalogue")
         self.model = model
 
@@ -120,7 +121,7 @@ def lowest_thinking(profile: ModelProfile) -> str | None:
     return next((kind for kind in THINKING_LADDER if kind in profile.thinking_types), None)
 
 
-def thinking_config(profile: ModelProfile, mode: str = "") -> dict | None:
+def thinking_config(profile: ModelProfile, mode: str = "") -> dict[str, Any] | None:
     """The `thinking` parameter to send for a run's thinking mode, or None to send none.
 
     "" means adaptive where the model supports it, else its lowest setting; "adaptive" and the lowest setting

@@ -1,6 +1,9 @@
 """What the agent is told: the system prompt, the done tool, the task message and the runtime's follow-up messages."""
 
 import copy
+from typing import Any
+
+from anthropic.types.beta import BetaToolParam
 
 DONE_TOOL = "done"
 
@@ -69,7 +72,7 @@ def system_prompt(has_schema: bool) -> str:
     return SYSTEM_PROMPT + (SCHEMA_PROMPT if has_schema else "")
 
 
-def done_tool(output_schema: dict | None) -> dict:
+def done_tool(output_schema: dict[str, Any] | None) -> BetaToolParam:
     """The custom done tool; with an output_schema, `data` is required and shaped by it."""
     if output_schema:
         data = copy.deepcopy(output_schema)

@@ -1,7 +1,9 @@
 """The bounded output_schema subset: which schemas a run may ask for, and whether the agent's data satisfies one."""
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -50,11 +52,11 @@ class SchemaProblem:
         return {"path": self.path, "keyword": self.keyword, "message": self.message}
 
 
-def serialized_size(value) -> int:
+def serialized_size(value: object) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def _walk(schema, path: str, problems: list[SchemaProblem]) -> None:
+def _walk(schema: object, path: str, problems: list[SchemaProblem]) -> None:
     if isinstance(schema, bool):
         return  # true/false are valid schemas (e.g. additionalProperties: false)
     if not isinstance(schema, dict):
@@ -83,7 +85,7 @@ def _walk(schema, path: str, problems: list[SchemaProblem]) -> None:
                 _walk(item, f"{where}.{name}", problems)
 
 
-def schema_problems(schema) -> list[SchemaProblem]:
+def schema_problems(schema: object) -> list[SchemaProblem]:
     """Why a schema cannot be a run's output_schema; an empty list means it can."""
     if not isinstance(schema, dict):
         return [SchemaProblem("$", "", "output_schema must be a JSON object")]
@@ -105,11 +107,11 @@ def schema_problems(schema) -> list[SchemaProblem]:
     return []
 
 
-def _data_path(path) -> str:
+def _data_path(path: Iterable[str | int]) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
 
 
-def data_problems(schema: dict, data) -> list[str]:
+def data_problems(schema: dict[str, Any], data: object) -> list[str]:
     """Why `data` is not acceptable as the run's data under `schema`; an empty list means it is accepted."""
     size = serialized_size(data)
     if size > DATA_MAX_BYTES:

@@ -54,7 +54,7 @@ def headroom(run: Run, now: datetime | None = None) -> Headroom:
         options.append(Headroom(monthly - month_spent, "monthly", monthly, month_spent))
     if not options:
         return Headroom(None)
-    return min(options, key=lambda option: option.left)
+    return min(options, key=lambda option: option.left if option.left is not None else Decimal("Infinity"))
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class LastRequest:
     estimated_tokens: int
 
 
-def prompt_tokens_of(usage) -> int:
+def prompt_tokens_of(usage: object) -> int:
     def tokens(name: str) -> int:
         return int(getattr(usage, name, None) or 0)
 

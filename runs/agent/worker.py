@@ -8,8 +8,16 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+import anthropic
+import httpx2 as httpx
 from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
+from django.urls import reverse
+
+from runs.agent.browser_reaper import reap_orphans
+from runs.agent.model import client
+from runs.agent.prompts import done_tool
+from runs.events import pusher
 
 if TYPE_CHECKING:
     from runs.agent.browser import BrowserHost
@@ -25,14 +33,14 @@ def browser_host() -> BrowserHost:
     global _host
     with _lock:
         if _host is None:
-            # Imported here so the web process, which imports the tasks module to enqueue runs, needs no Playwright.
-            from runs.agent.browser import BrowserHost
+            # The web process imports this module (through the tasks, to enqueue runs) and needs no Playwright.
+            from runs.agent.browser import BrowserHost  # noqa: PLC0415 (lazy: no Playwright in the web process)
 
             _host = BrowserHost(settings.BROWSER_EXECUTABLE, pid_dir=settings.BROWSER_PID_DIR)
         return _host
 
 
-def close_browser_host(**_signal_kwargs) -> None:
+def close_browser_host(**_signal_kwargs: object) -> None:
     """Close Chromium and the host's loop thread; a later run starts a fresh host."""
     global _host
     with _lock:
@@ -62,7 +70,7 @@ WARM_UP_REPLY = {
 }
 
 
-def warm_up(**_signal_kwargs) -> None:
+def warm_up(**_signal_kwargs: object) -> None:
     """Pay at process start what a worker's first run would otherwise pay in its first step (about a second).
 
     The URLconf and the API import on the first `reverse()` (a screenshot URL); the SDK builds its request and
@@ -72,14 +80,8 @@ def warm_up(**_signal_kwargs) -> None:
     """
     started = time.monotonic()
     try:
-        import anthropic
-        import httpx2 as httpx
-        from django.urls import reverse
-
-        from runs.agent import loop  # noqa: F401  (the runtime, the SDK's browser toolset, Playwright)
-        from runs.agent.model import client
-        from runs.agent.prompts import done_tool
-        from runs.events import pusher
+        # The runtime, the SDK's browser toolset, Playwright: loaded at the worker's start, never in the web process.
+        from runs.agent import loop  # noqa: F401, PLC0415 (lazy: no Playwright in the web process)
 
         reverse("runs:screenshot", args=["run_warm_up", f"{'0' * 32}.png"])
 
@@ -108,7 +110,7 @@ def warm_up(**_signal_kwargs) -> None:
     log.info("worker warmed up in %.2f s", time.monotonic() - started)
 
 
-def warm_up_when_ready(sender=None, **_signal_kwargs) -> None:
+def warm_up_when_ready(sender: object = None, **_signal_kwargs: object) -> None:
     """A threads-pool worker (ours) runs tasks in its main process, which is ready here and has not yet fetched a
     task; a prefork parent runs none (its children warm up in worker_process_init, after the fork)."""
     if "prefork" in type(getattr(sender, "pool", None)).__module__:
@@ -116,10 +118,8 @@ def warm_up_when_ready(sender=None, **_signal_kwargs) -> None:
     warm_up()
 
 
-def reap_orphan_browsers(**_signal_kwargs) -> None:
+def reap_orphan_browsers(**_signal_kwargs: object) -> None:
     """On start: kill the Chromium processes that workers killed on this machine left behind (browser_reaper)."""
-    from runs.agent.browser_reaper import reap_orphans
-
     try:
         reap_orphans(settings.BROWSER_PID_DIR)
     except Exception:
