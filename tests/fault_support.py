@@ -33,7 +33,7 @@ EXTRA_PAGES = {
 </body></html>""",
     # Loads normally, then its renderer spins forever: the next action on it hangs.
     "/hang.html": """<!doctype html><html><head><meta charset="utf-8"><title>Hang</title></head><body>
-<p>About to hang.</p><script>setTimeout(() => { for (;;) {} }, 200);</script></body></html>""",
+<p>About to hang.</p><script>setTimeout(() => { for (;;) {} }, 2000);</script></body></html>""",
 }
 
 
