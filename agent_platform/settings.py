@@ -154,22 +154,22 @@ TEMPLATES = [
 
 # SQLite under var/ is the zero-setup default: WAL lets the web and worker processes read while one writes, and
 # IMMEDIATE transactions take the write lock up front so concurrent writers wait (busy timeout) instead of failing.
+# A `sqlite:///` DATABASE_URL gets the same connection setup. Its test database is a file beside it (Django's default
+# is in memory, private to one process), so the worker subprocesses and Channels of the tests share it.
 DATABASE_URL = envstr("DATABASE_URL")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 0))}
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(VAR_DIR / "pilothouse.sqlite3"),
-            "OPTIONS": {
-                "timeout": 30,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
-            },
-        }
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "pilothouse.sqlite3")}}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    _sqlite_path = Path(DATABASES["default"]["NAME"])
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=30000;",
     }
+    DATABASES["default"]["TEST"] = {"NAME": str(_sqlite_path.with_name(f"test_{_sqlite_path.name}"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = envstr("REDIS_URL", "redis://127.0.0.1:6379/0")

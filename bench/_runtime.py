@@ -19,7 +19,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runs.models import Run
 
 BENCH = Path(__file__).resolve().parent
 FIXTURES = BENCH / "fixtures"
@@ -46,7 +49,7 @@ def scripted_reply(request: dict[str, Any], site: str, turns: int, with_usage: b
 
     turn = 1 + sum(1 for message in request.get("messages", []) if message.get("role") == "assistant")
     usage = {"input_tokens": 1, "output_tokens": 20, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-    extra = {"usage": usage} if with_usage else {}
+    extra: dict[str, Any] = {"usage": usage} if with_usage else {}
     if request.get("tool_choice", {}).get("type") == "tool" or turn >= turns:
         return tool_use_reply("done", {"success": True, "output": f"Finished after {turn} turns."}, **extra)
     name, member_input = ACTIONS[(turn - 1) % len(ACTIONS)]
@@ -74,6 +77,7 @@ def stub_process(site: str, turns: int, *, with_usage: bool, min_cacheable: int 
     args += ["--min-cacheable", str(min_cacheable)] + (["--usage"] if with_usage else [])
     process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, cwd=BENCH.parent)
     try:
+        assert process.stdout is not None  # stdout=PIPE
         port = process.stdout.readline().strip()
         if not port.isdigit():
             raise RuntimeError("the Messages stub did not start")
@@ -105,7 +109,7 @@ def configure(base_url: str) -> None:
     logging.disable(logging.INFO)
 
 
-def new_run(site: str, max_turns: int = 50, task: str | None = None):
+def new_run(site: str, max_turns: int = 50, task: str | None = None) -> Run:
     """A queued run in the bench-runtime workspace, starting on the product listing."""
     from agent_platform.models import Workspace
     from runs.models import Run, Session
@@ -122,7 +126,7 @@ def new_run(site: str, max_turns: int = 50, task: str | None = None):
     )
 
 
-def execute(run) -> None:
+def execute(run: Run) -> None:
     """Run one run's loop to its end in this thread, as a Celery worker thread would."""
     from runs.agent.loop import execute_run
 

@@ -65,11 +65,12 @@ def main() -> None:
     deep_cursor: str | None = None
     deep_page = 1
     for _ in range(49):
-        params = {"limit": 100, **({"cursor": deep_cursor} if deep_cursor else {})}
+        params: dict[str, str | int] = {"limit": 100, **({"cursor": deep_cursor} if deep_cursor else {})}
         following = api.get("/api/v1/runs", params).json()["next_cursor"]
         if following is None:
             break  # a small seed has fewer pages: measure the last one
         deep_cursor, deep_page = following, deep_page + 1
+    deep_params: dict[str, str | int] = {"limit": 100, **({"cursor": deep_cursor} if deep_cursor else {})}
     billing_url = reverse("admin:agent_platform_billing")
 
     endpoints: list[tuple[str, Callable[[], Any]]] = [
@@ -78,7 +79,7 @@ def main() -> None:
         ("runs list API status=failed", lambda: api.get("/api/v1/runs", {"status": "failed"})),
         (
             f"runs list API page {deep_page} (cursor)",
-            lambda: api.get("/api/v1/runs", {"limit": 100, "cursor": deep_cursor}),
+            lambda: api.get("/api/v1/runs", deep_params),
         ),
         ("runs list page", lambda: web.get("/")),
         ("runs list page 20", lambda: web.get("/", {"page": 20})),

@@ -92,7 +92,7 @@ def run_level(site: str, concurrency: int, turns: int, stub_pid: int) -> dict:
         for thread in threads:
             thread.join()
         elapsed = time.perf_counter() - started
-    statuses = {}
+    statuses: dict[str, int] = {}
     for run in runs:
         run.refresh_from_db()
         statuses[run.status] = statuses.get(run.status, 0) + 1

@@ -21,8 +21,14 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from _common import REPO, Progress, header, stats, table
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+    from runs.models import Event, Run
 
 TARGET_P95_MS = 50.0
 
@@ -72,7 +78,7 @@ def start_daphne(log_path: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("daphne did not start within 30 s")
 
 
-def clock_offset_ms(page) -> tuple[float, float]:
+def clock_offset_ms(page: Page) -> tuple[float, float]:
     """The page clock minus this process's clock, from the round trip with the smallest delay, and that delay."""
     best = (0.0, float("inf"))
     for _ in range(30):
@@ -126,10 +132,10 @@ def main() -> None:
     committed: dict[int, float] = {}
     original_push = events.push
 
-    def timed_push(pushed_run, event) -> None:
+    def timed_push(run: Run, event: Event) -> None:
         # called by emit right after its transaction committed: the commit instant
         committed[event.seq] = time.time() * 1000
-        original_push(pushed_run, event)
+        original_push(run, event)
 
     events.push = timed_push
     log_path = REPO / "var" / "bench-daphne.log"

@@ -23,9 +23,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from _common import REPO, header, setup_django, table
+
+if TYPE_CHECKING:
+    from agent_platform.models import Price
+
+# The published prices by (model, min_prompt_tokens), unsaved.
+PriceRows = dict[tuple[str, int], "Price"]
 
 AGENT_MODEL = "claude-sonnet-5-5"
 EXTRACTION_MODEL = "claude-haiku-5-5"
@@ -96,12 +102,12 @@ def page_texts(turns: int, seed: int = 13) -> list[str]:
     return pages
 
 
-def prices() -> dict[tuple[str, int], Any]:
+def prices() -> PriceRows:
     """The migration's rows as unsaved Price objects, by (model, min_prompt_tokens), latest valid_from winning."""
     from agent_platform.models import Price
 
     seed = importlib.import_module("agent_platform.migrations.0006_i13_prices_2026_11")
-    rows: dict[tuple[str, int], Any] = {}
+    rows: PriceRows = {}
     for model, speed, tier, day, input_, output, write_5m, write_1h, read in sorted(seed.PUBLISHED, key=lambda r: r[3]):
         if speed == "standard":
             rows[(model, tier)] = Price(
@@ -118,7 +124,7 @@ def prices() -> dict[tuple[str, int], Any]:
     return rows
 
 
-def price_for(rows, model: str, prompt: int):
+def price_for(rows: PriceRows, model: str, prompt: int) -> Price:
     tiers = sorted((tier for name, tier in rows if name == model), reverse=True)
     return rows[(model, next(tier for tier in tiers if tier <= prompt))]
 
@@ -137,7 +143,7 @@ def place_breakpoints(messages: list[dict[str, Any]]) -> None:
             last.pop("cache_control", None)
 
 
-def replay(scenario: Scenario, pages: list[str], rows) -> Scenario:
+def replay(scenario: Scenario, pages: list[str], rows: PriceRows) -> Scenario:
     from agent_platform.billing import cost_of
     from runs.agent import context, extraction, prompts
     from runs.scripted.wire import PromptCache

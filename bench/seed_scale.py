@@ -18,8 +18,12 @@ import json
 import random
 import sys
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from _common import Progress, header, setup_django
+
+if TYPE_CHECKING:
+    from django.db.models import Model
 
 MAIN_WORKSPACE = "bench-main"
 OTHER_WORKSPACES = 9
@@ -257,7 +261,7 @@ def seed(runs: int, events: int, requests: int, seed_value: int) -> None:
         raw.autocommit = False
 
 
-def field_defaults(model, known_columns: str) -> tuple[str, tuple]:
+def field_defaults(model: type[Model], known_columns: str) -> tuple[str, tuple]:
     """Columns of `model` that the COPY does not name but must fill (NOT NULL, no database default), with the
     field's default as COPY text, so a field added after this script was written does not break the seed."""
     from django.db import models

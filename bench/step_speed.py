@@ -52,7 +52,11 @@ PRODUCTS = [
     ("Colander", "14.50"),
 ]
 STEP_KINDS = ("scroll", "click (no navigation)", "click (navigates)", "navigate")
-SCROLL = {"target": {"type": "coordinate", "x": 640, "y": 400}, "scroll_direction": "down", "scroll_amount": 5}
+SCROLL: dict[str, Any] = {
+    "target": {"type": "coordinate", "x": 640, "y": 400},
+    "scroll_direction": "down",
+    "scroll_amount": 5,
+}
 ADD_BUTTON = re.compile(r'button "Add (\w+) to the basket" \[ref=(\w+)\]')
 DETAILS_LINK = re.compile(r'link "Details of (\w+)" \[ref=(\w+)\]')
 

@@ -17,7 +17,7 @@ import http.server
 import json
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ CACHE_TARGET = 0.80
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -198,7 +198,7 @@ def part_b(turns: int) -> dict[str, Any]:
     return {"ratio": ratio, "requests": len(rows), "rows": table_rows, "status": run.status}
 
 
-def capture_requests(recorded: list[dict[str, Any]]):
+def capture_requests(recorded: list[dict[str, Any]]) -> Callable[[], None]:
     """Record each Messages request body the runtime sends (a copy, since the loop mutates its message list)."""
     import copy
 
@@ -206,14 +206,14 @@ def capture_requests(recorded: list[dict[str, Any]]):
 
     original = Messages.create
 
-    def create(self, *args: Any, **params: Any):
+    def create(self: Messages, *args: Any, **params: Any) -> Any:
         recorded.append(json.loads(json.dumps(copy.deepcopy(params), default=str)))
         return original(self, *args, **params)
 
-    Messages.create = create
+    Messages.create = create  # type: ignore[method-assign]  # recorded in this process only
 
     def restore() -> None:
-        Messages.create = original
+        Messages.create = original  # type: ignore[method-assign]  # the SDK's own, back
 
     return restore
 

@@ -98,20 +98,26 @@ def install(profiler: TurnProfiler) -> None:
     from runs import events, lifecycle, usage
     from runs.agent import loop, model
 
-    loop.create_message = profiler.wrap(loop.create_message, "model client", starts_turn=True)
-    model.record_model_request = profiler.wrap(model.record_model_request, "persistence")
-    loop.emit = profiler.wrap(loop.emit, "persistence")
-    usage.emit = profiler.wrap(usage.emit, "persistence")
-    events.push = profiler.wrap(events.push, "push")
-    loop.save_screenshot = profiler.wrap(loop.save_screenshot, "screenshot")
+    def wrap_in_place(
+        owner: object, name: str, category: str | Callable[..., str], *, starts_turn: bool = False
+    ) -> None:
+        # the names the loop looks up at call time (its module globals, the class's methods) are replaced in place
+        setattr(owner, name, profiler.wrap(getattr(owner, name), category, starts_turn=starts_turn))
+
+    wrap_in_place(loop, "create_message", "model client", starts_turn=True)
+    wrap_in_place(model, "record_model_request", "persistence")
+    wrap_in_place(loop, "record_turn", "persistence")
+    wrap_in_place(usage, "emit", "persistence")
+    wrap_in_place(events, "push", "push")
+    wrap_in_place(loop, "save_screenshot", "screenshot")
     for name in ("heartbeat", "cancel_requested"):
-        setattr(lifecycle, name, profiler.wrap(getattr(lifecycle, name), "persistence"))
-    agent = loop.AgentLoop
-    agent.save_signals = profiler.wrap(agent.save_signals, "persistence")
-    agent.browse = profiler.wrap(
-        agent.browse, lambda self, use: "read (read_page/find/text)" if use.name in READS else "browser action"
+        wrap_in_place(lifecycle, name, "persistence")
+    wrap_in_place(
+        loop.AgentLoop,
+        "browse",
+        lambda self, use: "read (read_page/find/text)" if use.name in READS else "browser action",
     )
-    agent.observe = profiler.wrap(agent.observe, "fingerprint")
+    wrap_in_place(loop.AgentLoop, "observe", "fingerprint")
 
     original_screenshot = Page.screenshot
 
@@ -123,7 +129,7 @@ def install(profiler: TurnProfiler) -> None:
             with profiler._lock:
                 profiler.async_screenshot_ms += (time.perf_counter() - started) * 1000
 
-    Page.screenshot = screenshot
+    Page.screenshot = screenshot  # type: ignore[method-assign]  # timed in place, for this process only
 
 
 def reuse_one_client() -> None:
@@ -132,7 +138,7 @@ def reuse_one_client() -> None:
 
     from runs.agent import model
 
-    model.client = functools.cache(model.client)
+    model.client = functools.cache(model.client)  # the what-if, in this process only
 
 
 def main() -> None:

@@ -7,18 +7,19 @@
 import django
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.wsgi import WSGIHandler
+from django.http import HttpRequest, HttpResponseBase
 
 URLCONF = "demo_site.server_urls"
 
 
 class DemoOnlyASGIHandler(ASGIHandler):
-    async def get_response_async(self, request):
+    async def get_response_async(self, request: HttpRequest) -> HttpResponseBase:
         request.urlconf = URLCONF  # Django resolves and reverses against the request's urlconf when it has one
         return await super().get_response_async(request)
 
 
 class DemoOnlyWSGIHandler(WSGIHandler):
-    def get_response(self, request):
+    def get_response(self, request: HttpRequest) -> HttpResponseBase:
         request.urlconf = URLCONF
         return super().get_response(request)
 
@@ -33,7 +34,7 @@ def wsgi_application() -> DemoOnlyWSGIHandler:
     return DemoOnlyWSGIHandler()
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> DemoOnlyASGIHandler:
     # `daphne demo_site.server:application` imports this module before Django is set up: build the app on access
     if name == "application":
         return asgi_application()

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django import forms
 from django.core.paginator import Paginator
@@ -54,7 +55,7 @@ class ContactForm(forms.Form):
     message = forms.CharField(label="Message", widget=forms.Textarea(attrs={"rows": 5}), max_length=2000)
     subscribe = forms.BooleanField(label="Subscribe to the newsletter", required=False)
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Plain labels ("Your name", not "Your name:") read better beside a checkbox and in the accessibility tree.
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)

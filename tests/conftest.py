@@ -122,6 +122,17 @@ def umbrella_api(umbrella_key) -> ApiClient:
     return ApiClient(umbrella_key)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -> None:
+    """On SQLite the test database is a file (settings), replaced by each session; a session killed midway can leave
+    its WAL beside it, which SQLite would replay into the new database: remove those first."""
+    database = settings.DATABASES["default"]
+    test_name = database.get("TEST", {}).get("NAME")
+    if database["ENGINE"].endswith("sqlite3") and test_name:
+        for suffix in ("-wal", "-shm", "-journal"):
+            Path(f"{test_name}{suffix}").unlink(missing_ok=True)
+
+
 # --- the test pages over HTTP ----------------------------------------------------------------------------------
 
 

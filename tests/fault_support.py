@@ -33,7 +33,7 @@ EXTRA_PAGES = {
 </body></html>""",
     # Loads normally, then its renderer spins forever: the next action on it hangs.
     "/hang.html": """<!doctype html><html><head><meta charset="utf-8"><title>Hang</title></head><body>
-<p>About to hang.</p><script>setTimeout(() => { for (;;) {} }, 200);</script></body></html>""",
+<p>About to hang.</p><script>setTimeout(() => { for (;;) {} }, 2000);</script></body></html>""",
 }
 
 
@@ -74,7 +74,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802  (the stdlib's name)
+    def do_GET(self) -> None:
         path = urlsplit(self.path).path
         self.server.record("GET", self.headers.get("host", ""), self.path, "")
         if path in EXTRA_PAGES:
@@ -82,7 +82,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             return
         super().do_GET()
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
         self.server.record("POST", self.headers.get("host", ""), self.path, body)
         form = {name: values[0] for name, values in parse_qs(body).items()}

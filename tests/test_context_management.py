@@ -139,7 +139,7 @@ def test_no_parameter_for_a_model_without_context_management():
 
 def test_150_turns_of_40k_page_texts_and_screenshots_stay_under_a_200k_window():
     profile = FakeProfile(200_000)
-    history, requests, steps = play(profile, 150)
+    history, requests, _steps = play(profile, 150)
     for sent in requests:
         size = size_of(sent)
         assert size.tokens <= 200_000 * 0.85
@@ -169,7 +169,7 @@ def test_the_guard_moves_in_large_steps_so_the_sent_prefix_stays_cached():
 
 def test_a_step_reports_what_left_and_the_tokens_it_saved():
     profile = FakeProfile(200_000)
-    _, requests, steps = play(profile, 30)
+    _, _, steps = play(profile, 30)
     step = next(step for step in steps if step.dropped)
     event = step.dropped.as_event(turn=12, tokens_sent=step.size.tokens)
     assert event["reason"] == "tokens"

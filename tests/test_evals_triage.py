@@ -28,7 +28,7 @@ def judged_run(workspace, *, success: bool | None, verdicts: list[tuple], task: 
         finished_at=timezone.now(),
     )
     for verdict, minutes_ago, model, *flags in verdicts:
-        blocked, impossible = (flags + [False, False])[:2]
+        blocked, impossible = [*flags, False, False][:2]
         Judgment.objects.create(
             run=run,
             verdict=verdict,

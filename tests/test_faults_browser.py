@@ -24,8 +24,8 @@ HANG_BOUND_SECONDS = 45
 
 
 def test_a_hung_page_fails_the_run_with_browser_error_and_the_next_run_works(acme, fault_site, messages_stub):
-    # The page starts spinning 200 ms after it loads; a fast first turn may still read it, so the agent keeps
-    # reading until a read hangs.
+    # The page starts spinning 2 s after its script runs: late enough that opening it finishes even on a loaded
+    # machine (at 200 ms the open itself could hang), early enough for the agent, which keeps reading, to meet it.
     messages_stub.set_fallback(browser("get_page_text"), "agent")
     started = time.monotonic()
     run = finished(launch(acme, start_url=f"{site_url(fault_site)}/hang.html"), timeout=120)

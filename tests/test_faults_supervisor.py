@@ -92,7 +92,7 @@ def group_alive(pgid: int) -> bool:
 
 def get(url: str) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310  (a URL of this test's own server)
+        with urllib.request.urlopen(url, timeout=5) as response:
             return response.status
     except OSError:
         return 0
@@ -138,7 +138,7 @@ def test_the_supervisor_restarts_a_killed_worker_and_the_run_ends_worker_lost(
             ).encode(),
             headers={"Authorization": f"Bearer {acme_key}", "Content-Type": "application/json"},
         )
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=30) as response:
             run_id = json.loads(response.read())["id"]
         assert thinking.wait(120), "the run never reached its second model request"
         browsers = chromium_pids(worker)

@@ -136,7 +136,7 @@ def test_a_malformed_answer_is_asked_again_once_then_stored_as_uncertain(
     assert judgment.verdict == Judgment.Verdict.UNCERTAIN
     assert "could not be parsed" in judgment.reason
     assert "'maybe' is not pass, fail or uncertain" in judgment.reason
-    first, second = messages_stub.requests_for(JUDGE_QUEUE)
+    _first, second = messages_stub.requests_for(JUDGE_QUEUE)
     assert "could not be used: the answer was neither a JSON object nor a record_judgment call" in user_text(second)
     assert "output_config" in second
     assert ModelRequest.objects.filter(run=run, source="judge").count() == 2

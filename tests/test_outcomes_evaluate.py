@@ -98,7 +98,7 @@ def test_satisfied_closes_the_cycle_with_the_graders_usage(model_in_process, acm
 @pytest.mark.django_db
 def test_the_grader_reads_outcome_rubric_deliverables_steps_and_final_view(model_in_process, acme):
     model_in_process.grader(evaluation_reply("satisfied", "ok"))
-    run, outcome = run_with_outcome(acme)
+    run, _outcome = run_with_outcome(acme)
 
     evaluate(run, 0, VIEW)
 

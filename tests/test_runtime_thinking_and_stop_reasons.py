@@ -1,6 +1,8 @@
 """Today's models through a real worker and Chromium: thinking blocks sent back as received, the text between tool
 calls in the timeline, and every stop_reason the Messages API answers with."""
 
+import itertools
+
 import pytest
 
 from runs.models import Run
@@ -36,7 +38,7 @@ def test_thinking_blocks_round_trip_unchanged_over_a_ten_turn_run(acme, site, me
     requests = messages_stub.requests
     assert len(requests) == 10
     assert all(request["thinking"]["type"] == "adaptive" for request in requests)
-    for earlier, later in zip(requests[1:], requests[2:], strict=False):
+    for earlier, later in itertools.pairwise(requests[1:]):
         # each request carries every earlier assistant turn exactly as the one before it did
         assert assistant_turns(later)[: len(assistant_turns(earlier))] == assistant_turns(earlier)
     last = assistant_turns(requests[-1])

@@ -55,7 +55,7 @@ class Recorder(http.server.ThreadingHTTPServer):
 class RecordingHandler(http.server.BaseHTTPRequestHandler):
     server: Recorder
 
-    def do_GET(self) -> None:  # noqa: N802  (the stdlib's name)
+    def do_GET(self) -> None:
         self.server.seen.append(self.path)
         status, headers, body = self.server.pages.get(self.path, (404, {}, "not here"))
         data = body.encode()

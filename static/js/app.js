@@ -23,8 +23,12 @@
     var text = source.textContent.trim();
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(
-        function () { copied(button, true); },
-        function () { copied(button, false); }
+        function () {
+          copied(button, true);
+        },
+        function () {
+          copied(button, false);
+        },
       );
       return;
     }
@@ -34,10 +38,10 @@
     var selection = window.getSelection();
     selection.removeAllRanges();
     selection.addRange(range);
-    var ok = false;
+    var ok;
     try {
       ok = document.execCommand("copy");
-    } catch (error) {
+    } catch {
       ok = false;
     }
     copied(button, ok);

@@ -39,14 +39,22 @@
       var value = schema[keyword];
       var where = path + "." + keyword;
       if (!allowed[keyword]) {
-        problems.push({ path: where, keyword: keyword, message: "the keyword '" + keyword + "' is not supported; supported: " + config.allowed.join(", ") });
+        problems.push({
+          path: where,
+          keyword: keyword,
+          message: "the keyword '" + keyword + "' is not supported; supported: " + config.allowed.join(", "),
+        });
         return;
       }
       if (SUBSCHEMA[keyword]) {
         walk(value, where, problems);
       } else if (SUBSCHEMA_LISTS[keyword]) {
         if (!Array.isArray(value) || !value.length) {
-          problems.push({ path: where, keyword: keyword, message: "'" + keyword + "' must be a non-empty list of schemas" });
+          problems.push({
+            path: where,
+            keyword: keyword,
+            message: "'" + keyword + "' must be a non-empty list of schemas",
+          });
           return;
         }
         value.forEach(function (item, index) {
@@ -69,10 +77,22 @@
     if (!isObject(schema)) return [{ path: "$", keyword: "", message: "output_schema must be a JSON object" }];
     var size = byteLength(JSON.stringify(schema));
     if (size > config.max_bytes) {
-      return [{ path: "$", keyword: "", message: "output_schema is " + size + " bytes; the limit is " + config.max_bytes + " bytes" }];
+      return [
+        {
+          path: "$",
+          keyword: "",
+          message: "output_schema is " + size + " bytes; the limit is " + config.max_bytes + " bytes",
+        },
+      ];
     }
     var problems = [];
-    if (schema.type !== "object") problems.push({ path: "$.type", keyword: "type", message: 'the root must be an object schema ("type": "object")' });
+    if (schema.type !== "object") {
+      problems.push({
+        path: "$.type",
+        keyword: "type",
+        message: 'the root must be an object schema ("type": "object")',
+      });
+    }
     walk(schema, "$", problems);
     return problems;
   }
@@ -80,9 +100,16 @@
   function canonical(value) {
     if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
     if (isObject(value)) {
-      return "{" + Object.keys(value).sort().map(function (key) {
-        return JSON.stringify(key) + ":" + canonical(value[key]);
-      }).join(",") + "}";
+      return (
+        "{" +
+        Object.keys(value)
+          .sort()
+          .map(function (key) {
+            return JSON.stringify(key) + ":" + canonical(value[key]);
+          })
+          .join(",") +
+        "}"
+      );
     }
     return JSON.stringify(value);
   }
@@ -95,7 +122,10 @@
       if (problems.length) {
         var title = document.createElement("span");
         title.className = "problem";
-        title.textContent = problems.length === 1 ? "1 problem — this schema would be refused:" : problems.length + " problems — this schema would be refused:";
+        title.textContent =
+          problems.length === 1
+            ? "1 problem — this schema would be refused:"
+            : problems.length + " problems — this schema would be refused:";
         lint.appendChild(title);
         var list = document.createElement("ul");
         problems.forEach(function (problem) {
@@ -111,7 +141,9 @@
       } else {
         var ok = document.createElement("span");
         ok.className = "ok";
-        ok.textContent = state.server ? "✓ Schema accepted by the server's rules." : "✓ Looks valid; checking with the server…";
+        ok.textContent = state.server
+          ? "✓ Schema accepted by the server's rules."
+          : "✓ Looks valid; checking with the server…";
         lint.appendChild(ok);
       }
     }
@@ -126,7 +158,12 @@
     window.clearTimeout(serverTimer);
     serverTimer = window.setTimeout(function () {
       var mine = ++serverRequest;
-      fetch(config.lint_url, { method: "POST", credentials: "same-origin", headers: { "X-CSRFToken": csrf, "Content-Type": "application/json" }, body: text })
+      fetch(config.lint_url, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf, "Content-Type": "application/json" },
+        body: text,
+      })
         .then(function (response) {
           return response.json();
         })
@@ -165,9 +202,11 @@
     }
     state.local = localProblems(schema);
     if (!state.local.length && config.in_session && !config.session_schema) {
-      state.localConflict = "This session has no output schema and a follow-up cannot add one; this launch would be refused as a conflict. Clear the schema, or start a new session.";
+      state.localConflict =
+        "This session has no output schema and a follow-up cannot add one; this launch would be refused as a conflict. Clear the schema, or start a new session.";
     } else if (!state.local.length && config.session_schema && canonical(config.session_schema) !== canonical(schema)) {
-      state.localConflict = "This session already has a different output schema; this launch would be refused as a conflict. Clear the schema to inherit the session's, or start a new session.";
+      state.localConflict =
+        "This session already has a different output schema; this launch would be refused as a conflict. Clear the schema to inherit the session's, or start a new session.";
     }
     show();
     askServer(text);
@@ -220,7 +259,10 @@
     var chosen = (config.models || []).filter(function (model) {
       return model.id === modelSelect.value;
     })[0];
-    [["id_effort", "efforts"], ["id_thinking", "thinking"]].forEach(function (pair) {
+    [
+      ["id_effort", "efforts"],
+      ["id_thinking", "thinking"],
+    ].forEach(function (pair) {
       var select = document.getElementById(pair[0]);
       if (!select) return;
       Array.prototype.forEach.call(select.options, function (option) {

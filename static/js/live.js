@@ -1,4 +1,5 @@
-/* A websocket that reconnects with backoff and tells the page when the connection is lost and when it is back. */
+/* What the live pages share (loaded before their own scripts): a websocket that reconnects with backoff and tells the
+   page when the connection is lost and when it is back, and the text of a tool result's content. */
 (function () {
   "use strict";
 
@@ -43,7 +44,7 @@
       var parsed;
       try {
         parsed = JSON.parse(message.data);
-      } catch (error) {
+      } catch {
         return;
       }
       self.options.onMessage(parsed);
@@ -53,7 +54,11 @@
       // 4401: the sign-in expired; 4404: no such run here. Retrying would not change either.
       if (event.code === 4401 || event.code === 4404) {
         self.stopped = true;
-        banner.call(self, "lost", event.code === 4401 ? "Signed out: reload the page to sign in again." : "This feed is not available.");
+        banner.call(
+          self,
+          "lost",
+          event.code === 4401 ? "Signed out: reload the page to sign in again." : "This feed is not available.",
+        );
         if (self.options.onGone) self.options.onGone(event.code);
         return;
       }
@@ -78,7 +83,24 @@
     if (this.socket) this.socket.close();
   };
 
+  /* The text of a tool result's content (a string, or a list of text and image blocks): the JS twin of the server's
+     helper, so a step drawn live reads as the same step rendered by the server. */
+  function resultText(content) {
+    if (typeof content === "string") return content;
+    if (Array.isArray(content)) {
+      return content
+        .map(function (block) {
+          if (block && block.type === "text") return String(block.text || "");
+          if (block && block.type === "image") return "[image]";
+          return JSON.stringify(block);
+        })
+        .join("\n");
+    }
+    return content === undefined || content === null ? "" : JSON.stringify(content);
+  }
+
   window.Pilothouse = window.Pilothouse || {};
   window.Pilothouse.LiveSocket = LiveSocket;
   window.Pilothouse.banner = banner;
+  window.Pilothouse.resultText = resultText;
 })();

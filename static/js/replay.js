@@ -53,9 +53,15 @@
 
   opener.addEventListener("click", open);
   document.getElementById("replay-close").addEventListener("click", close);
-  document.getElementById("replay-prev").addEventListener("click", function () { show(index - 1); });
-  document.getElementById("replay-next").addEventListener("click", function () { show(index + 1); });
-  scrub.addEventListener("input", function () { show(parseInt(scrub.value, 10) - 1); });
+  document.getElementById("replay-prev").addEventListener("click", function () {
+    show(index - 1);
+  });
+  document.getElementById("replay-next").addEventListener("click", function () {
+    show(index + 1);
+  });
+  scrub.addEventListener("input", function () {
+    show(parseInt(scrub.value, 10) - 1);
+  });
   dialog.addEventListener("click", function (click) {
     if (click.target === dialog) close();
   });
@@ -90,7 +96,7 @@
         message: final ? lastMessage : messages[d.turn] || "",
         action: final ? "Final view" : String(use.name || d.name || ""),
         input: final ? null : use.input,
-        result: final ? "" : typeof d.content === "string" ? d.content.slice(0, 2000) : "",
+        result: final ? "" : window.Pilothouse.resultText(d.content).slice(0, 2000),
         is_error: !!d.is_error,
       });
       opener.hidden = false;

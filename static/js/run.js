@@ -2,6 +2,7 @@
    model output, which must never become markup); result panels are re-rendered by the server when the run ends. */
 (function () {
   "use strict";
+  var resultText = window.Pilothouse.resultText;
   var config = JSON.parse(document.getElementById("run-config").textContent);
   var timeline = document.getElementById("timeline");
   var lastSeq = config.last_seq;
@@ -19,8 +20,12 @@
   // The summary (verdict, judge, signals, usage) and the header's numbers are re-read from the server together on
   // these, so no two panels of the page disagree.
   var SUMMARY_TYPES = {
-    "run.started": 1, "run.finished": 1, "run.judged": 1, "agent.usage": 1,
-    "span.outcome_evaluation_end": 1, "span.outcome_evaluation_start": 1,
+    "run.started": 1,
+    "run.finished": 1,
+    "run.judged": 1,
+    "agent.usage": 1,
+    "span.outcome_evaluation_end": 1,
+    "span.outcome_evaluation_start": 1,
   };
   var REFUSED = ["verdict_required", "Not executed"];
   var actionTurns = turns;
@@ -56,24 +61,12 @@
     return el("span", "badge " + className, text);
   }
 
-  function resultText(content) {
-    if (typeof content === "string") return content;
-    if (Array.isArray(content)) {
-      return content
-        .map(function (block) {
-          if (block && block.type === "text") return String(block.text || "");
-          if (block && block.type === "image") return "[image]";
-          return JSON.stringify(block);
-        })
-        .join("\n");
-    }
-    return content === undefined || content === null ? "" : JSON.stringify(content);
-  }
-
   function resultLines(data) {
-    var lines = resultText(data.content).split("\n").map(function (text) {
-      return { text: text, notice: text.indexOf("[notice]") === 0 };
-    });
+    var lines = resultText(data.content)
+      .split("\n")
+      .map(function (text) {
+        return { text: text, notice: text.indexOf("[notice]") === 0 };
+      });
     var known = {};
     lines.forEach(function (line) {
       if (line.notice) known[line.text] = true;
@@ -95,6 +88,8 @@
     var d = event.data || {};
     var item;
     var body;
+    var parts; // pieces of a one-line summary, joined
+    var kept;
     switch (event.type) {
       case "agent.message":
         item = el("li", "ev ev-message");
@@ -103,7 +98,9 @@
         break;
       case "agent.tool_use":
         item = el("li", "ev ev-tool_use");
-        item.appendChild(meta(event, "Tool use", [el("span", "toolname", d.name), el("span", "faint", d.toolset || "")]));
+        item.appendChild(
+          meta(event, "Tool use", [el("span", "toolname", d.name), el("span", "faint", d.toolset || "")]),
+        );
         body = el("div", "ev-body");
         body.appendChild(el("pre", "", JSON.stringify(d.input === undefined ? null : d.input, null, 2)));
         item.appendChild(body);
@@ -129,26 +126,32 @@
         item.appendChild(body);
         break;
       case "agent.usage":
-        item = compact(
-          event,
-          "usage · " + d.source + " · " + d.model + (d.speed && d.speed !== "standard" ? " · " + d.speed : "") +
-            " · " + d.input_tokens + " in / " + d.output_tokens + " out · cache " + d.cache_read_input_tokens +
-            " read / " + d.cache_creation_input_tokens + " write · $" + d.cost_usd + (d.unpriced ? " · unpriced" : "")
-        );
+        parts = ["usage", d.source, d.model];
+        if (d.speed && d.speed !== "standard") parts.push(d.speed);
+        parts.push(d.input_tokens + " in / " + d.output_tokens + " out");
+        parts.push("cache " + d.cache_read_input_tokens + " read / " + d.cache_creation_input_tokens + " write");
+        parts.push("$" + d.cost_usd);
+        if (d.unpriced) parts.push("unpriced");
+        item = compact(event, parts.join(" · "));
         break;
       case "context.cleared":
-        item = compact(
-          event,
-          "Context cleared at turn " + d.turn + " · " + d.screenshots + " screenshots, " + d.page_texts +
-            " page texts" + (d.exchanges ? ", " + d.exchanges + " exchanges" : "") + " left what is sent · " +
-            d.tokens_saved + " tokens saved (" + d.reason + ")"
-        );
+        kept = [d.screenshots + " screenshots", d.page_texts + " page texts"];
+        if (d.exchanges) kept.push(d.exchanges + " exchanges");
+        parts = ["Context cleared at turn " + d.turn, kept.join(", ") + " left what is sent"];
+        parts.push(d.tokens_saved + " tokens saved (" + d.reason + ")");
+        item = compact(event, parts.join(" · "));
         break;
       case "context.compacted":
-        item = compact(event, "Context compacted by the API at turn " + d.turn + " · " + d.tokens_saved + " tokens saved");
+        item = compact(
+          event,
+          "Context compacted by the API at turn " + d.turn + " · " + d.tokens_saved + " tokens saved",
+        );
         break;
       case "run.started":
-        item = compact(event, "Run started · " + d.model + " · up to " + d.max_turns + " turns" + (d.scripted ? " · scripted" : ""));
+        item = compact(
+          event,
+          "Run started · " + d.model + " · up to " + d.max_turns + " turns" + (d.scripted ? " · scripted" : ""),
+        );
         break;
       case "agent.final_view":
         item = compact(event, "Final view" + (d.url ? " · " + d.url : "") + (d.title ? " · " + d.title : ""));
@@ -168,7 +171,11 @@
         behind.href = "/runs/" + encodeURIComponent(d.behind || "") + "/";
         var kind = el("span", "kind", "Queued behind ");
         kind.appendChild(behind);
-        kind.appendChild(document.createTextNode(", the session's earlier run: it starts in that run's browser state when that run ends"));
+        kind.appendChild(
+          document.createTextNode(
+            ", the session's earlier run: it starts in that run's browser state when that run ends",
+          ),
+        );
         var row = el("div", "ev-meta");
         row.appendChild(el("span", "seq", "#" + event.seq));
         row.appendChild(kind);
@@ -365,7 +372,10 @@
   function unlabelRefused(event) {
     var d = event.data || {};
     var text = resultText(d.content);
-    if (!REFUSED.some(function (prefix) { return text.indexOf(prefix) === 0; })) return;
+    var refused = REFUSED.some(function (prefix) {
+      return text.indexOf(prefix) === 0;
+    });
+    if (!refused) return;
     var use = timeline.querySelector('.ev-tool_use[data-use-id="' + CSS.escape(String(d.tool_use_id || "")) + '"]');
     var reply = use ? use.dataset.reply : null;
     if (reply === null || !replyActed[reply]) return;
@@ -384,7 +394,12 @@
     var d = event.data || {};
     var empty = document.getElementById("timeline-empty");
     if (empty) empty.remove();
-    if ((event.type === "agent.message" || event.type === "agent.tool_use") && d.turn !== undefined && d.turn !== null && d.turn !== currentTurn) {
+    if (
+      (event.type === "agent.message" || event.type === "agent.tool_use") &&
+      d.turn !== undefined &&
+      d.turn !== null &&
+      d.turn !== currentTurn
+    ) {
       currentTurn = d.turn;
       var sep = el("li", "turn-sep", "Reply");
       sep.dataset.turn = d.turn;

@@ -1,0 +1,15 @@
+// static/js holds plain browser scripts (each an IIFE, sharing only window.Pilothouse), not modules.
+import js from "@eslint/js";
+import globals from "globals";
+
+export default [
+  js.configs.recommended,
+  {
+    files: ["static/js/**/*.js"],
+    languageOptions: {
+      ecmaVersion: 2020,
+      sourceType: "script",
+      globals: { ...globals.browser },
+    },
+  },
+];
