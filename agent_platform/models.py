@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
 from django.db.models import F, Q
@@ -57,11 +58,11 @@ class Membership(models.Model):
         return f"{self.user} in {self.workspace} ({self.role})"
 
 
-def workspaces_of(user: User | AnonymousUser) -> models.QuerySet[Workspace]:
+def workspaces_of(user: AbstractBaseUser | AnonymousUser) -> models.QuerySet[Workspace]:
     """The workspaces a user may see: those they are a member of, and nothing for anyone else."""
     if not user.is_authenticated:
         return Workspace.objects.none()
-    return Workspace.objects.filter(memberships__user=user)
+    return Workspace.objects.filter(memberships__user__pk=user.pk)
 
 
 def hash_secret(secret: str) -> str:

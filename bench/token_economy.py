@@ -57,7 +57,7 @@ def tokens(chars: int) -> int:
     return chars // CHARS_PER_TOKEN
 
 
-def text_of(content: list[dict[str, Any]]) -> str:
+def text_of(content: list[Any]) -> str:
     return "\n".join(block["text"] for block in content if block.get("type") == "text")
 
 
@@ -83,7 +83,8 @@ def part_a(chromium: str, repeats: int) -> list[list[Any]]:
 
         toolset = host.run(build(), timeout=60)
 
-        def call(name: str, **member_input: Any) -> list[dict[str, Any]]:
+        def call(name: str, **member_input: Any) -> list[Any]:
+            # (the SDK's content block params: TypedDicts, read here as plain dicts)
             # the SDK pipeline the runtime uses: the tool_result content blocks the model would receive
             return host.run(toolset.call(BetaToolsetCallContext(), name, member_input), timeout=60)
 

@@ -2,11 +2,12 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from agent_platform.access import OperatorRequest
 from agent_platform.errors import ServiceError
 from runs.forms import judge_context_from
 from runs.views import run_for_user
@@ -16,7 +17,7 @@ from .services import request_rejudge
 
 @login_required
 @require_POST
-def run_rejudge(request: HttpRequest, run_id: str) -> HttpResponse:
+def run_rejudge(request: OperatorRequest, run_id: str) -> HttpResponse:
     run = run_for_user(request.user, run_id)
     try:
         request_rejudge(run, judge_context=judge_context_from(request.POST), requested_by=request.user)

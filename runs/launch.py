@@ -23,8 +23,8 @@ from agent_platform.models import Workspace
 from .agent import profiles
 from .agent.schema import schema_problems, serialized_size
 from .events import emit
-from .lifecycle import finish
 from .judging_hooks import outcome_requested
+from .lifecycle import finish
 from .models import Run, Session
 from .secret_box import seal
 from .secrets import secrets_problem

@@ -25,7 +25,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from agent_platform.access import current_workspace
+from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import ServiceError
 from agent_platform.models import ModelRequest, Workspace, workspaces_of
 from agent_platform.reports import usage_by
@@ -322,7 +322,7 @@ def model_choices() -> tuple[list[dict[str, Any]], str | None]:
 
 
 @login_required
-def run_new(request: HttpRequest) -> HttpResponse:
+def run_new(request: OperatorRequest) -> HttpResponse:
     workspace = current_workspace(request)
     source = request.POST if request.method == "POST" else request.GET
     session = None
