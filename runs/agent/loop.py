@@ -969,10 +969,8 @@ class AgentLoop:
                 return None
             self.save_signals()
             return self.verdict_missed()
-        if self.verdict_pending and not calls.done_called:
-            # the verdict turn started within this reply (an extract refused at the cost cap): the reply counts as
-            # its answer
-            self.signals["verdict_followed"] = False
+        # A verdict turn that started within this reply (an extract refused at the cost cap) is asked for below and
+        # answered by the next reply: whether the agent follows it is decided then, not by this reply.
         if calls.actions and self.turns - self.budget_start >= self.run.max_turns:
             self.start_verdict_turn("cap")
         elif self.consecutive_errors >= notices.FAILURE_LIMIT:
