@@ -7,9 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from django.db import connection
-
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -43,13 +40,18 @@ def test_postgresql_keeps_its_own_options(tmp_path):
     assert "OPTIONS" not in database and "TEST" not in database
 
 
-@pytest.mark.skipif(connection.vendor != "sqlite", reason="the suite runs on PostgreSQL")
-@pytest.mark.django_db
-def test_the_test_database_is_a_shared_file_in_wal_mode_with_a_busy_timeout():
-    assert not connection.is_in_memory_db()
-    assert Path(connection.settings_dict["NAME"]).is_file()
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA journal_mode")
-        assert cursor.fetchone()[0] == "wal"
-        cursor.execute("PRAGMA busy_timeout")
-        assert cursor.fetchone()[0] == 30000
+def test_a_sqlite_connection_is_in_wal_mode_with_a_busy_timeout(tmp_path):
+    """What a fresh process opens on a sqlite:/// URL (whichever database this suite runs on)."""
+    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
+    env["PILOTHOUSE_VAR_DIR"] = str(tmp_path)
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path}/opened.sqlite3"
+    code = (
+        "import django, json; django.setup(); from django.db import connection; c = connection.cursor(); "
+        "print(json.dumps([c.execute('PRAGMA journal_mode').fetchone()[0], "
+        "c.execute('PRAGMA busy_timeout').fetchone()[0], connection.is_in_memory_db()]))"
+    )
+    env["DJANGO_SETTINGS_MODULE"] = "agent_platform.settings"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+
+    assert json.loads(result.stdout) == ["wal", 30000, False]
+    assert (tmp_path / "opened.sqlite3").is_file()
