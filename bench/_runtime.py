@@ -1,6 +1,6 @@
 """Runs the real agent runtime in the benchmark process against a scripted Messages stub and the fixture pages.
 
-The stub is `runs.scripted.wire.WireServer` in a subprocess of its own (so its JSON parsing and cache simulation do
+The stub is `scripted_api.wire.WireServer` in a subprocess of its own (so its JSON parsing and cache simulation do
 not share this process's GIL with the loop being measured). Its script is stateless: the reply to a request depends
 only on how many assistant turns the request already holds, so one stub serves any number of concurrent runs.
 
@@ -45,7 +45,7 @@ ACTIONS: list[tuple[str, dict[str, Any]]] = [
 
 def scripted_reply(request: dict[str, Any], site: str, turns: int, with_usage: bool) -> dict[str, Any]:
     """The reply to `request`: browser actions until the last turn, then done."""
-    from runs.scripted.wire import tool_use_reply
+    from scripted_api.wire import tool_use_reply
 
     turn = 1 + sum(1 for message in request.get("messages", []) if message.get("role") == "assistant")
     usage = {"input_tokens": 1, "output_tokens": 20, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
@@ -60,7 +60,7 @@ def scripted_reply(request: dict[str, Any], site: str, turns: int, with_usage: b
 
 
 def serve_stub(site: str, turns: int, with_usage: bool, min_cacheable: int) -> None:
-    from runs.scripted.wire import PromptCache, WireServer
+    from scripted_api.wire import PromptCache, WireServer
 
     server = WireServer(
         lambda request: scripted_reply(request, site, turns, with_usage),
@@ -128,7 +128,7 @@ def new_run(site: str, max_turns: int = 50, task: str | None = None) -> Run:
 
 def execute(run: Run) -> None:
     """Run one run's loop to its end in this thread, as a Celery worker thread would."""
-    from runs.agent.loop import execute_run
+    from runtime.loop import execute_run
 
     execute_run(run.pk, worker="bench@local")
 

@@ -104,7 +104,7 @@ def main() -> None:
     setup_django()
     from django.conf import settings
 
-    from runs.agent.browser import CHROMIUM_ARGS
+    from runtime.browser.toolset import CHROMIUM_ARGS
 
     print(header("Context memory"))
     fixtures = Path(tempfile.mkdtemp(prefix="pilothouse-fixtures-"))

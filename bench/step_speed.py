@@ -8,7 +8,7 @@ Messages stub runs in this process and answers at once: everything else of the t
 step is the same action through Playwright, an aria snapshot like read_page's and a viewport PNG screenshot (what
 an agent built on bare Playwright would hand its model; Pilothouse's live-view screenshot is not the model's).
 Both use the same Chromium, alternately, run after run. The first step of a warm worker is measured in fresh
-processes that warm up as a worker does at start (`runs.agent.worker.warm_up`), then execute one run; `--cold`
+processes that warm up as a worker does at start (`runtime.worker.warm_up`), then execute one run; `--cold`
 processes skip the warm-up, for comparison.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench REDIS_URL=redis://127.0.0.1:6379/8 \\
@@ -147,7 +147,7 @@ class WalkingModel:
         self.arrivals: list[float] = []
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
-        from runs.scripted.wire import multi_tool_use_reply, tool_use_block, tool_use_reply
+        from scripted_api.wire import multi_tool_use_reply, tool_use_block, tool_use_reply
 
         self.arrivals.append(time.perf_counter())
         usage = {"input_tokens": 1, "output_tokens": 20, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
@@ -191,7 +191,7 @@ def pilothouse_walk(model: WalkingModel, site: str, steps: int) -> list[float]:
 
 def bare_walk(site: str, steps: int) -> list[float]:
     """The same walk by Playwright alone on the worker's Chromium: action, aria snapshot, viewport PNG per step."""
-    from runs.agent.worker import browser_host
+    from runtime.worker import browser_host
 
     host = browser_host()
 
@@ -225,7 +225,7 @@ def bare_walk(site: str, steps: int) -> list[float]:
 
 @contextmanager
 def stub(site: str, steps: int) -> Iterator[tuple[WalkingModel, str]]:
-    from runs.scripted.wire import WireServer
+    from scripted_api.wire import WireServer
 
     model = WalkingModel(site, steps)
     with WireServer(model) as server:
@@ -237,11 +237,11 @@ def fresh_process(site: str, steps: int, warm: bool) -> None:
     with stub(site, steps) as (model, base_url):
         _runtime.configure(base_url)
         if warm:
-            from runs.agent.worker import warm_up
+            from runtime.worker import warm_up
 
             warm_up()
         seconds = pilothouse_walk(model, site, steps)
-    from runs.agent.worker import close_browser_host
+    from runtime.worker import close_browser_host
 
     close_browser_host()
     print(json.dumps(seconds))
@@ -281,7 +281,7 @@ def main() -> None:
     with shop() as site:
         with stub(site, args.steps) as (model, base_url):
             _runtime.configure(base_url)
-            from runs.agent.worker import close_browser_host, warm_up
+            from runtime.worker import close_browser_host, warm_up
 
             warm_up()
             # one walk of each, not counted: pages cached, connections open, the code paths run once

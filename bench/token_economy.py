@@ -65,8 +65,8 @@ def part_a(chromium: str, repeats: int) -> list[list[Any]]:
     """Sizes (and read latency) of each fixture page as raw HTML, read_page, its interactive filter, and page text."""
     from anthropic.tools.browser import BetaToolsetCallContext
 
-    from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
-    from runs.agent.network_guard import NetworkGuard
+    from runtime.browser.network_guard import NetworkGuard
+    from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
 
     pages = sorted(write_fixtures(FIXTURES))
     host = BrowserHost(chromium)
@@ -132,7 +132,7 @@ def part_b(turns: int) -> dict[str, Any]:
     with _runtime.fixture_site() as site, _runtime.stub_process(site, turns, with_usage=False) as base_url:
         _runtime.configure(base_url)
         from agent_platform.models import ModelRequest
-        from runs.scripted import wire
+        from scripted_api import wire
 
         run = _runtime.new_run(site)
         recorded: list[dict[str, Any]] = []

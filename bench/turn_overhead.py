@@ -95,8 +95,9 @@ def install(profiler: TurnProfiler) -> None:
     """Wrap the runtime's calls in this process (never in the repo's code)."""
     from playwright.async_api import Page
 
+    from agent_platform import llm
     from runs import events, lifecycle, usage
-    from runs.agent import loop, model
+    from runtime import loop
 
     def wrap_in_place(
         owner: object, name: str, category: str | Callable[..., str], *, starts_turn: bool = False
@@ -105,7 +106,7 @@ def install(profiler: TurnProfiler) -> None:
         setattr(owner, name, profiler.wrap(getattr(owner, name), category, starts_turn=starts_turn))
 
     wrap_in_place(loop, "create_message", "model client", starts_turn=True)
-    wrap_in_place(model, "record_model_request", "persistence")
+    wrap_in_place(llm, "record_model_request", "persistence")
     wrap_in_place(loop, "record_turn", "persistence")
     wrap_in_place(usage, "emit", "persistence")
     wrap_in_place(events, "push", "push")
@@ -136,9 +137,9 @@ def reuse_one_client() -> None:
     """Build the Anthropic client once: each construction loads the CA bundle into a new SSL context."""
     import functools
 
-    from runs.agent import model
+    from agent_platform import llm
 
-    model.client = functools.cache(model.client)  # the what-if, in this process only
+    llm.client = functools.cache(llm.client)  # the what-if, in this process only
 
 
 def main() -> None:

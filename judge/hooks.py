@@ -3,7 +3,7 @@ rubric a launch asks for, and the judgment of a finished run. Connected from Jud
 
 from typing import Any
 
-from runs.agent.evaluation import Evaluation, register
+from runs.evaluation import Evaluation, register
 from runs.judging_hooks import outcome_requested
 from runs.lifecycle import run_finished
 from runs.models import Run

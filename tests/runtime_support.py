@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from runs.models import Event, Run
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 from tests.conftest import WorkerProcess, wait_for, worker_environment
 from tests.factories import make_run
 

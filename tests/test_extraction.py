@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 
 from agent_platform.models import ModelRequest
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
-from runs.agent.extraction import EXTRACT_TOOL, extract, extract_tool, page_text_of
-from runs.agent.network_guard import NetworkGuard
-from runs.scripted.wire import text_reply
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
+from runtime.extraction import EXTRACT_TOOL, extract, extract_tool, page_text_of
+from scripted_api.wire import text_reply
 from tests.factories import make_run
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser]

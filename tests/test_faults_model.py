@@ -4,7 +4,7 @@ import pytest
 
 from agent_platform.models import ModelRequest
 from runs.models import Run
-from runs.scripted.wire import WireError, dropped_connection, error_reply
+from scripted_api.wire import WireError, dropped_connection, error_reply
 from tests import fault_support
 from tests import messages_stub as stub_fixtures
 from tests.fault_support import browser, done, events, finished, launch, site_url

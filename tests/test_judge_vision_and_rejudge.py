@@ -8,13 +8,14 @@ from django.core.files.storage import default_storage
 
 from agent_platform import ids
 from agent_platform.errors import ServiceError
+from agent_platform.llm import model_profile
 from agent_platform.models import ModelRequest
 from judge.models import Judgment
 from judge.services import request_rejudge
-from runs.agent.model import model_profile
 from runs.lifecycle import mark_started
 from runs.models import Event, Run
 from runs.screenshots import save_screenshot
+from scripted_api.stub import JUDGE_QUEUE
 from tests import messages_stub as stub_fixtures
 from tests.conftest import wait_for
 from tests.factories import make_run
@@ -26,7 +27,6 @@ from tests.judge_support import (
     tiny_png,
     user_text,
 )
-from tests.messages_stub import JUDGE_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

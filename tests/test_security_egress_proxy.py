@@ -24,8 +24,8 @@ from anthropic.tools import ToolError
 from anthropic.tools.browser import BetaToolsetCallContext
 
 from demo_site import server as demo_server
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
-from runs.agent.network_guard import NetworkGuard, address_class, parse_allowance
+from runtime.browser.network_guard import NetworkGuard, address_class, parse_allowance
+from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
 
 pytestmark = pytest.mark.browser
 

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from runs.agent.network_guard import NetworkGuard
+from runtime.browser.network_guard import NetworkGuard
 
 
 def address_refusal(url: str) -> str | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from runs.scripted.demo import scripted_model_server
+from scripted_api.demo import scripted_model_server
 
 
 class Command(BaseCommand):

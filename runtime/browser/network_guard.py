@@ -185,7 +185,7 @@ class NetworkGuard:
     Enforcement has two layers. `install(context)` routes every request (resolving the host off the event loop) and
     websocket, and `url_policy` refuses a navigate before the driver runs: cheap, and the refusal names the URL. But
     Playwright does not route the hops of an HTTP redirect, and Chromium resolves a name again when it connects; so
-    each context also goes through the worker's egress proxy (`runs.agent.egress_proxy`), which asks `destination`
+    each context also goes through the worker's egress proxy (`runtime.browser.egress_proxy`), which asks `destination`
     for the addresses it may connect to, resolving afresh, and connects to exactly those.
     `classify` and `resolver` are injectable so tests can declare a loopback address "public" and answer DNS.
     """

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Any
 from anthropic.tools.browser import BetaToolsetCallContext
 from anthropic.types.beta import BetaMessage, BetaToolParam
 
+from agent_platform import llm
+from agent_platform.llm import create_message
 from runs.models import Run
-
-from . import profiles
-from .model import create_message
-from .schema import data_problems, schema_problems
+from runs.schema import data_problems, schema_problems
 
 if TYPE_CHECKING:
-    from .browser import PlaywrightBrowserToolset
+    from runtime.browser.toolset import PlaywrightBrowserToolset
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +90,9 @@ def input_problem(given: Any) -> str | None:
     return None
 
 
-def _profile(model: str) -> profiles.ModelProfile | None:
+def _profile(model: str) -> llm.ModelProfile | None:
     try:
-        return profiles.profile(model)
+        return llm.profile(model)
     except Exception:
         log.info("no profile for extraction model %s", model, exc_info=True)
         return None

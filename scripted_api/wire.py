@@ -331,7 +331,7 @@ class PromptCache:
 class WireServer:
     """Serves `POST /v1/messages`, `POST /v1/messages/count_tokens` and the Models API on 127.0.0.1.
 
-    Every Messages request is first checked against the API's rules (runs.scripted.validation): a request the
+    Every Messages request is first checked against the API's rules (scripted_api.validation): a request the
     real API would refuse is answered with its error, the rule's name first in the message, and kept in
     `refusals`. The others go to `responder`, which gets the parsed request body and returns a message body
     (missing id, model and usage are filled in here, thinking blocks signed) or a WireError. Requests are handled

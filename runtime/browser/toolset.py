@@ -68,10 +68,10 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from agent_platform.lib.text import bounded, first_line
-from runs.agent import browser_reaper
-from runs.agent.egress_proxy import REFUSED_HEADER, EgressProxy
-from runs.agent.network_guard import BlockedRequest, NetworkGuard, normalize_url
 from runs.secrets import UnknownSecret, substitute
+from runtime.browser import reaper as browser_reaper
+from runtime.browser.egress_proxy import REFUSED_HEADER, EgressProxy
+from runtime.browser.network_guard import BlockedRequest, NetworkGuard, normalize_url
 
 log = logging.getLogger(__name__)
 

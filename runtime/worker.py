@@ -14,13 +14,13 @@ from celery.signals import worker_process_init, worker_process_shutdown, worker_
 from django.conf import settings
 from django.urls import reverse
 
-from runs.agent.browser_reaper import reap_orphans
-from runs.agent.model import client
-from runs.agent.prompts import done_tool
+from agent_platform.llm import client
 from runs.events import pusher
+from runtime.browser.reaper import reap_orphans
+from runtime.prompts import done_tool
 
 if TYPE_CHECKING:
-    from runs.agent.browser import BrowserHost
+    from runtime.browser.toolset import BrowserHost
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def browser_host() -> BrowserHost:
     with _lock:
         if _host is None:
             # The web process imports this module (through the tasks, to enqueue runs) and needs no Playwright.
-            from runs.agent.browser import BrowserHost  # noqa: PLC0415 (lazy: no Playwright in the web process)
+            from runtime.browser.toolset import BrowserHost  # noqa: PLC0415 (lazy: no Playwright in the web process)
 
             _host = BrowserHost(settings.BROWSER_EXECUTABLE, pid_dir=settings.BROWSER_PID_DIR)
         return _host
@@ -81,7 +81,7 @@ def warm_up(**_signal_kwargs: object) -> None:
     started = time.monotonic()
     try:
         # The runtime, the SDK's browser toolset, Playwright: loaded at the worker's start, never in the web process.
-        from runs.agent import loop  # noqa: F401, PLC0415 (lazy: no Playwright in the web process)
+        from runtime import loop  # noqa: F401, PLC0415 (lazy: no Playwright in the web process)
 
         reverse("runs:screenshot", args=["run_warm_up", f"{'0' * 32}.png"])
 

@@ -16,7 +16,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from runs.agent.network_guard import BlockedRequest, NetworkGuard
+from runtime.browser.network_guard import BlockedRequest, NetworkGuard
 
 log = logging.getLogger(__name__)
 

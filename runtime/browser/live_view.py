@@ -21,7 +21,7 @@ from django.core.cache import cache
 if TYPE_CHECKING:  # the web process imports this module for its helpers, without Playwright
     from playwright.async_api import CDPSession, Page
 
-    from .browser import BrowserHost, PlaywrightBrowserToolset
+    from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
 
 log = logging.getLogger(__name__)
 

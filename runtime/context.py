@@ -37,7 +37,7 @@ EVENT_IDS_MAX = 50
 
 
 class Profile(Protocol):
-    """What the guard needs of a model's profile (runs.agent.profiles.ModelProfile has it)."""
+    """What the guard needs of a model's profile (agent_platform.llm.ModelProfile has it)."""
 
     @property
     def max_input_tokens(self) -> int | None: ...
