@@ -16,8 +16,8 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
+from agent_platform.netpolicy import address_class, parse_allowance, port_of
 from runs.launch import MAX_TURNS_LIMIT
-from runtime.browser.network_guard import address_class, parse_allowance, port_of
 
 
 def _visibility_timeout() -> int | None:

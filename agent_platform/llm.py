@@ -1,5 +1,5 @@
-"""The one Anthropic client every model request goes through (and the one place a request's usage is recorded), and
-what each model can do: its profile, learnt from the Models API (never from its name) and cached per process."""
+"""The one Anthropic client every model request goes through, and what each model can do: its profile, learnt from the
+Models API (never from its name) and cached per process. A run's request and its bill: runs.usage.create_message."""
 
 from __future__ import annotations
 
@@ -12,11 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import anthropic
-from anthropic.types.beta import BetaMessage
 from django.conf import settings
-
-from runs.models import Run
-from runs.usage import record_model_request
 
 log = logging.getLogger(__name__)
 
@@ -285,22 +281,3 @@ def model_profile(model: str) -> ModelProfile | None:
 def thinking_param(profile: ModelProfile | None, mode: str) -> dict[str, Any] | None:
     """The request's thinking parameter for the run's thinking mode ("" = the model's default), or None to omit it."""
     return None if profile is None else thinking_config(profile, mode)
-
-
-def create_message(run: Run, *, source: str, record: bool = True, **params: Any) -> BetaMessage:
-    """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer, here, or
-    by the caller when `record` is false (the agent loop records it with the turn: runs.usage.record_turn)."""
-    try:
-        message: BetaMessage = client().beta.messages.create(**params)
-    except anthropic.APIError as error:
-        log.warning("model request for %s failed: %s", run.public_id, describe(error))
-        raise ModelUnavailable(describe(error)) from error
-    model = message.model or params.get("model", run.model)
-    if record:  # the agent loop records its own requests with the turn, off the critical path
-        record_model_request(run, source=source, model=model, usage=message.usage)
-    # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
-    # usage.iterations and left out of the top-level usage: each is a request of source compaction.
-    for iteration in getattr(message.usage, "iterations", None) or []:
-        if getattr(iteration, "type", "") == "compaction":
-            record_model_request(run, source="compaction", model=model, usage=iteration)
-    return message

@@ -128,7 +128,7 @@ def new_run(site: str, max_turns: int = 50, task: str | None = None) -> Run:
 
 def execute(run: Run) -> None:
     """Run one run's loop to its end in this thread, as a Celery worker thread would."""
-    from runtime.loop import execute_run
+    from runtime.worker import execute_run
 
     execute_run(run.pk, worker="bench@local")
 

@@ -95,7 +95,6 @@ def install(profiler: TurnProfiler) -> None:
     """Wrap the runtime's calls in this process (never in the repo's code)."""
     from playwright.async_api import Page
 
-    from agent_platform import llm
     from runs import events, lifecycle, usage
     from runtime import loop
 
@@ -106,7 +105,7 @@ def install(profiler: TurnProfiler) -> None:
         setattr(owner, name, profiler.wrap(getattr(owner, name), category, starts_turn=starts_turn))
 
     wrap_in_place(loop, "create_message", "model client", starts_turn=True)
-    wrap_in_place(llm, "record_model_request", "persistence")
+    wrap_in_place(usage, "record_model_request", "persistence")
     wrap_in_place(loop, "record_turn", "persistence")
     wrap_in_place(usage, "emit", "persistence")
     wrap_in_place(events, "push", "push")

@@ -14,7 +14,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 
 from agent_platform.access import SESSION_KEY
 from agent_platform.models import workspaces_of
-from runtime.browser.live_view import amark_watched, live_group
+from runs.live import amark_watched, live_group
 
 from .events import run_group, workspace_group
 from .models import Event, Run
@@ -175,7 +175,7 @@ class RunsListConsumer(SignedInConsumer):
         await self.send_json({"type": "run.changed", "run_id": message["run_id"]})
 
 
-# How often a connected live viewer refreshes its presence (well inside live_view.PRESENCE_TTL_SECONDS), and how
+# How often a connected live viewer refreshes its presence (well inside runs.live.PRESENCE_TTL_SECONDS), and how
 # old a frame may be before a slow viewer skips it rather than fall further behind.
 PRESENCE_REFRESH_SECONDS = 2
 FRAME_MAX_AGE_SECONDS = 1.5

@@ -24,7 +24,7 @@ from runs.schema import schema_problems, serialized_size
 
 from .events import emit
 from .judging_hooks import outcome_requested
-from .lifecycle import finish
+from .lifecycle import enqueue
 from .models import Run, Session
 from .secret_box import seal
 from .secrets import secrets_problem
@@ -357,27 +357,6 @@ def warn_deprecated_model(run: Run, profile: llm.ModelProfile) -> None:
             "move to an active model.",
         },
     )
-
-
-def enqueue(run_pk: int) -> None:
-    """Hand the committed run to a worker; a run that cannot be queued fails visibly instead of waiting forever."""
-    from . import tasks  # noqa: PLC0415 (lazy: tasks imports the runtime, which the web process must not load)
-
-    execute_run = getattr(tasks, "execute_run", None)
-    if execute_run is None:
-        log.warning("runs.tasks.execute_run does not exist yet; run %s stays queued", run_pk)
-        return
-    try:
-        execute_run.delay(run_pk)
-    except Exception:
-        log.exception("could not enqueue run %s", run_pk)
-        run = Run.objects.get(pk=run_pk)
-        finish(
-            run,
-            Run.Status.FAILED,
-            error_code=Run.ErrorCode.WORKER_LOST,
-            error_message="The run could not be queued: the task broker is unreachable. Launch it again.",
-        )
 
 
 def launch_fingerprint(**arguments: object) -> str:

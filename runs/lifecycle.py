@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.dispatch import Signal
 from django.utils import timezone
 
+from . import tasks
 from .events import emit
 from .models import Event, Run
 
@@ -148,8 +149,6 @@ def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
     """Enqueue again the runs queued longer than RUN_QUEUED_REDELIVER_SECONDS and not yet claimed: their message may
     have been lost with a non-persistent Redis. Safe if it was not lost: `mark_started` claims a run once, so a second
     message finds it claimed and does nothing. At most once per period per run, each time said in an event."""
-    from .launch import enqueue  # noqa: PLC0415 (lazy: launch calls back into this module to fail a run it cannot enqueue)
-
     queued_for = queued_for or timedelta(seconds=settings.RUN_QUEUED_REDELIVER_SECONDS)
     cutoff = timezone.now() - queued_for
     recently = Event.objects.filter(run=OuterRef("pk"), type="run.requeued", processed_at__gte=cutoff)
@@ -162,3 +161,22 @@ def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
         log.warning("run %s was queued for %s s without a worker claiming it; enqueued again", run.public_id, waited)
         redelivered.append(run.public_id)
     return redelivered
+
+
+def enqueue(run_pk: int) -> None:
+    """Hand the committed run to a worker; a run that cannot be queued fails visibly instead of waiting forever."""
+    execute_run = getattr(tasks, "execute_run", None)
+    if execute_run is None:
+        log.warning("runs.tasks.execute_run does not exist yet; run %s stays queued", run_pk)
+        return
+    try:
+        execute_run.delay(run_pk)
+    except Exception:
+        log.exception("could not enqueue run %s", run_pk)
+        run = Run.objects.get(pk=run_pk)
+        finish(
+            run,
+            Run.Status.FAILED,
+            error_code=Run.ErrorCode.WORKER_LOST,
+            error_message="The run could not be queued: the task broker is unreachable. Launch it again.",
+        )

@@ -1,20 +1,27 @@
-"""Recording a Messages API call: its ModelRequest row, the run's totals, and the agent.usage event; and a whole
-agent turn's record (that request, the turn's events and the run's signals) in one transaction."""
+"""A run's Messages API calls and their record: the call (through agent_platform.llm's client), its ModelRequest row,
+the run's totals, and the agent.usage event; and a whole agent turn's record (that request, the turn's events and the
+run's signals) in one transaction."""
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import anthropic
+from anthropic.types.beta import BetaMessage
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from agent_platform.billing import charge
+from agent_platform.llm import ModelUnavailable, client, describe
 from agent_platform.models import ModelRequest
 
 from .events import emit, emit_many
 from .models import Run
+
+log = logging.getLogger(__name__)
 
 
 def _tokens(usage: Any, name: str) -> int:
@@ -109,3 +116,22 @@ def record_model_request(run: Run, *, source: str, model: str, usage: Any) -> Mo
         Run.objects.filter(pk=run.pk).update(**totals)
         emit(run, "agent.usage", event)
     return request
+
+
+def create_message(run: Run, *, source: str, record: bool = True, **params: Any) -> BetaMessage:
+    """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer, here, or
+    by the caller when `record` is false (the agent loop records it with the turn: record_turn)."""
+    try:
+        message: BetaMessage = client().beta.messages.create(**params)
+    except anthropic.APIError as error:
+        log.warning("model request for %s failed: %s", run.public_id, describe(error))
+        raise ModelUnavailable(describe(error)) from error
+    model = message.model or params.get("model", run.model)
+    if record:  # the agent loop records its own requests with the turn, off the critical path
+        record_model_request(run, source=source, model=model, usage=message.usage)
+    # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
+    # usage.iterations and left out of the top-level usage: each is a request of source compaction.
+    for iteration in getattr(message.usage, "iterations", None) or []:
+        if getattr(iteration, "type", "") == "compaction":
+            record_model_request(run, source="compaction", model=model, usage=iteration)
+    return message

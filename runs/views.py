@@ -30,9 +30,9 @@ from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import ServiceError
 from agent_platform.models import ModelRequest, Workspace, workspaces_of
 from agent_platform.reports import usage_by
-from demo_site.tasks import demo_tasks as bundled_demo_tasks
+from runs.presets import demo_tasks as bundled_demo_tasks
 from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
-from runtime.browser.tracing import has_trace, trace_path
+from runs.traces import has_trace, trace_path
 
 from . import presenters
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments

@@ -12,9 +12,9 @@ from anthropic.tools.browser import BetaToolsetCallContext
 from anthropic.types.beta import BetaMessage, BetaToolParam
 
 from agent_platform import llm
-from agent_platform.llm import create_message
 from runs.models import Run
 from runs.schema import data_problems, schema_problems
+from runs.usage import create_message
 
 if TYPE_CHECKING:
     from runtime.browser.toolset import PlaywrightBrowserToolset

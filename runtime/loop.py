@@ -18,21 +18,19 @@ from django.utils import timezone
 from playwright.async_api import Error as PlaywrightError
 
 from agent_platform.lib.text import bounded, content_text, first_line
-from agent_platform.llm import ModelUnavailable, create_message, model_profile, thinking_param
+from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
 from runs import evaluation, lifecycle
 from runs.models import Run, Session
 from runs.schema import data_problems
 from runs.screenshots import save_screenshot
-from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
-from runs.usage import Answered, record_turn
+from runs.usage import Answered, create_message, record_turn
 from runtime.browser import live_view, tracing
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
 
 from . import context, extraction, notices, prompts, spending
 from .lane import Lane, LaneFailed
-from .worker import browser_host
 
 log = logging.getLogger(__name__)
 
@@ -1119,23 +1117,3 @@ def add_notices(block: dict[str, Any], lines: list[str]) -> None:
     content = block["content"]
     at = next((index for index, inner in enumerate(content) if inner.get("type") == "browser_state"), len(content))
     content.insert(at, text_block("\n".join(lines)))
-
-
-def execute_run(run_id: int, *, worker: str) -> None:
-    """Claim the run and run its loop to an ending; a run already claimed, cancelled or finished is left alone."""
-    run = Run.objects.select_related("session").filter(pk=run_id).first()
-    if run is None:
-        log.warning("execute_run: run %s does not exist", run_id)
-        return
-    if settings.SCRIPTED_MODEL:
-        Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(scripted=True)
-        run.scripted = True
-    if not lifecycle.mark_started(run, worker):
-        log.info("execute_run: run %s was already claimed or ended", run.public_id)
-        return
-    try:
-        run.secrets = unseal(run.secrets)  # in this worker's memory only; the row keeps them sealed
-    except SecretsUnavailable as error:
-        lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
-        return
-    AgentLoop(run, browser_host).execute()

@@ -1,4 +1,8 @@
-"""The worker process's one BrowserHost and its warm start: made ready before the first run, closed at shutdown."""
+"""What a worker process does around its runs: its one BrowserHost and warm start (made ready before the first run,
+closed at shutdown), and executing a run: claim it, unseal its secrets, run its loop.
+
+Celery imports this module when a worker starts (agent_platform.celery autodiscovers `runtime.worker`), which connects
+the signals below; the web process never imports it."""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import json
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
 
 import anthropic
 import httpx2 as httpx
@@ -15,12 +18,14 @@ from django.conf import settings
 from django.urls import reverse
 
 from agent_platform.llm import client
+from runs import lifecycle
 from runs.events import pusher
+from runs.models import Run
+from runs.secret_box import SecretsUnavailable, unseal
 from runtime.browser.reaper import reap_orphans
+from runtime.browser.toolset import BrowserHost
+from runtime.loop import AgentLoop
 from runtime.prompts import done_tool
-
-if TYPE_CHECKING:
-    from runtime.browser.toolset import BrowserHost
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +38,6 @@ def browser_host() -> BrowserHost:
     global _host
     with _lock:
         if _host is None:
-            # The web process imports this module (through the tasks, to enqueue runs) and needs no Playwright.
-            from runtime.browser.toolset import BrowserHost  # noqa: PLC0415 (lazy: no Playwright in the web process)
-
             _host = BrowserHost(settings.BROWSER_EXECUTABLE, pid_dir=settings.BROWSER_PID_DIR)
         return _host
 
@@ -80,9 +82,6 @@ def warm_up(**_signal_kwargs: object) -> None:
     """
     started = time.monotonic()
     try:
-        # The runtime, the SDK's browser toolset, Playwright: loaded at the worker's start, never in the web process.
-        from runtime import loop  # noqa: F401, PLC0415 (lazy: no Playwright in the web process)
-
         reverse("runs:screenshot", args=["run_warm_up", f"{'0' * 32}.png"])
 
         def answer(request: httpx.Request) -> httpx.Response:
@@ -134,3 +133,23 @@ worker_process_init.connect(warm_up, weak=False)
 # --pool threads runs tasks in the main process (worker_shutdown); a prefork child has its own host to close.
 worker_shutdown.connect(close_browser_host, weak=False)
 worker_process_shutdown.connect(close_browser_host, weak=False)
+
+
+def execute_run(run_id: int, *, worker: str) -> None:
+    """Claim the run and run its loop to an ending; a run already claimed, cancelled or finished is left alone."""
+    run = Run.objects.select_related("session").filter(pk=run_id).first()
+    if run is None:
+        log.warning("execute_run: run %s does not exist", run_id)
+        return
+    if settings.SCRIPTED_MODEL:
+        Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(scripted=True)
+        run.scripted = True
+    if not lifecycle.mark_started(run, worker):
+        log.info("execute_run: run %s was already claimed or ended", run.public_id)
+        return
+    try:
+        run.secrets = unseal(run.secrets)  # in this worker's memory only; the row keeps them sealed
+    except SecretsUnavailable as error:
+        lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
+        return
+    AgentLoop(run, browser_host).execute()

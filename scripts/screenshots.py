@@ -77,7 +77,7 @@ def stop_platform(process: subprocess.Popen) -> None:
 
 def batch_page(page: Page, base: str) -> None:
     """A batch of two demo tasks x two configurations (the second with too few turns to finish) x 3 runs."""
-    from demo_site.tasks import demo_tasks  # noqa: PLC0415 (the repo root joins sys.path in browser_executable)
+    from runs.presets import demo_tasks  # noqa: PLC0415 (the repo root joins sys.path in browser_executable)
 
     tasks = demo_tasks(base)
     suite = [

@@ -2,7 +2,7 @@
 
 import pytest
 
-from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
+from runs.presets import ITEMS_SCHEMA as SCHEMA
 from tests.conftest import wait_for
 from tests.judge_support import judgment_reply
 from tests.runtime_support import browser, done

@@ -20,7 +20,8 @@ from anthropic.tools import ToolError
 from anthropic.tools.browser import BetaToolsetCallContext
 from anthropic.types.beta import BetaToolUseBlock
 
-from runtime.browser.network_guard import NetworkGuard, normalize_url
+from agent_platform.netpolicy import normalize_url
+from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset, fingerprint_of, normalize_ref, settled
 
 pytestmark = pytest.mark.browser

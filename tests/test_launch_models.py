@@ -9,9 +9,9 @@ from django.test import override_settings
 
 from agent_platform import llm
 from agent_platform.errors import ServiceError
-from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
 from runs.launch import launch_run
 from runs.models import Event, Run
+from runs.presets import ITEMS_SCHEMA as SCHEMA
 from tests.factories import make_run
 
 

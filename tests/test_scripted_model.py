@@ -12,8 +12,8 @@ import anthropic
 import pytest
 from anthropic.tools.browser import BetaToolsetCallContext
 
-from demo_site.tasks import ITEMS_SCHEMA
 from demo_site.views import PRODUCTS
+from runs.presets import ITEMS_SCHEMA
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
 from scripted_api.demo import (

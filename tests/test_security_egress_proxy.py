@@ -23,8 +23,9 @@ import pytest
 from anthropic.tools import ToolError
 from anthropic.tools.browser import BetaToolsetCallContext
 
+from agent_platform.netpolicy import address_class, parse_allowance
 from demo_site import server as demo_server
-from runtime.browser.network_guard import NetworkGuard, address_class, parse_allowance
+from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
 
 pytestmark = pytest.mark.browser

@@ -16,7 +16,8 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from runtime.browser.network_guard import BlockedRequest, NetworkGuard
+from agent_platform.netpolicy import BlockedRequest
+from runtime.browser.network_guard import NetworkGuard
 
 log = logging.getLogger(__name__)
 

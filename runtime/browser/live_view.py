@@ -16,9 +16,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from channels.layers import get_channel_layer
-from django.core.cache import cache
 
-if TYPE_CHECKING:  # the web process imports this module for its helpers, without Playwright
+from runs.live import is_watched, live_group
+
+if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
 
     from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
@@ -26,36 +27,11 @@ if TYPE_CHECKING:  # the web process imports this module for its helpers, withou
 log = logging.getLogger(__name__)
 
 FRAMES_PER_SECOND = 5
-PRESENCE_TTL_SECONDS = 6
 POLL_SECONDS = 0.5
 JPEG_QUALITY = 60
 MAX_FRAME_WIDTH = 1280
 MAX_FRAME_HEIGHT = 800
 CURSOR_LOOKUP_TIMEOUT_SECONDS = 0.5
-
-
-def live_group(run_public_id: str) -> str:
-    return f"live.{run_public_id}"
-
-
-def presence_key(run_public_id: str) -> str:
-    return f"live-viewers:{run_public_id}"
-
-
-def mark_watched(run_public_id: str) -> None:
-    """Called by the live socket while a viewer is connected (and refreshed well within the TTL)."""
-    cache.set(presence_key(run_public_id), 1, timeout=PRESENCE_TTL_SECONDS)
-
-
-async def amark_watched(run_public_id: str) -> None:
-    await cache.aset(presence_key(run_public_id), 1, timeout=PRESENCE_TTL_SECONDS)
-
-
-def is_watched(run_public_id: str) -> bool:
-    try:
-        return bool(cache.get(presence_key(run_public_id)))
-    except Exception:
-        return False  # no cache, no viewer: the run goes on without a live view
 
 
 def action_point(member_input: Any) -> tuple[float, float] | None:

@@ -68,10 +68,11 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from agent_platform.lib.text import bounded, first_line
+from agent_platform.netpolicy import BlockedRequest, normalize_url
 from runs.secrets import UnknownSecret, substitute
 from runtime.browser import reaper as browser_reaper
 from runtime.browser.egress_proxy import REFUSED_HEADER, EgressProxy
-from runtime.browser.network_guard import BlockedRequest, NetworkGuard, normalize_url
+from runtime.browser.network_guard import NetworkGuard
 
 log = logging.getLogger(__name__)
 

@@ -26,19 +26,12 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 
 from runs.secrets import placeholder
+from runs.traces import trace_path
 
 log = logging.getLogger(__name__)
 
 TRACE_STOP_TIMEOUT_SECONDS = 30
 TEXT_SUFFIXES = (".trace", ".network", ".stacks", ".html", ".css", ".js", ".json", ".txt", ".svg", ".xml")
-
-
-def trace_path(run_public_id: str) -> str:
-    return f"traces/{run_public_id}/trace.zip"
-
-
-def has_trace(run_public_id: str) -> bool:
-    return default_storage.exists(trace_path(run_public_id))
 
 
 async def start(context: Any, title: str) -> None:

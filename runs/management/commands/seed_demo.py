@@ -7,9 +7,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from agent_platform.models import Membership, Workspace
-from demo_site.tasks import demo_tasks
 from runs.launch import launch_run
 from runs.models import Run
+from runs.presets import demo_tasks
 
 
 class Command(BaseCommand):

@@ -1,4 +1,5 @@
-"""The bundled demo tasks: what the scripted model knows how to do, offered as presets and seeded on first start."""
+"""The launch form's presets: the bundled demo tasks, what the scripted model knows how to do against the demo site
+(offered on the launch form and seeded on first start)."""
 
 ITEMS_SCHEMA = {
     "type": "object",
