@@ -8,13 +8,13 @@ from runs.judging_hooks import outcome_requested
 from runs.lifecycle import run_finished
 from runs.models import Run
 
+from . import outcomes
 from .models import Outcome, OutcomeEvaluation
 from .services import judge_on_finish
 
 
 class OutcomeGrader:
-    """The runtime's outcome evaluator; judge.outcomes is imported on first use, since it loads the model client,
-    which the web process does not need."""
+    """The runtime's outcome evaluator (judge.outcomes asks the grader)."""
 
     def has_outcome(self, run: Run) -> bool:
         return Outcome.objects.filter(run=run).exists()
@@ -22,19 +22,13 @@ class OutcomeGrader:
     def evaluate(
         self, run: Run, iteration: int, final_view: dict[str, Any] | None, *, done: dict[str, Any] | None
     ) -> OutcomeEvaluation:
-        from . import outcomes  # noqa: PLC0415 (lazy: outcomes loads the model client, which the web never needs)
-
         return outcomes.evaluate(run, iteration, final_view, done=done)
 
     def revision_message(self, evaluation: Evaluation) -> str:
-        from . import outcomes  # noqa: PLC0415 (lazy: outcomes loads the model client, which the web never needs)
-
         assert isinstance(evaluation, OutcomeEvaluation)
         return outcomes.revision_message(evaluation)
 
     def acknowledgment_message(self, evaluation: Evaluation) -> str:
-        from . import outcomes  # noqa: PLC0415 (lazy: outcomes loads the model client, which the web never needs)
-
         assert isinstance(evaluation, OutcomeEvaluation)
         return outcomes.acknowledgment_message(evaluation)
 

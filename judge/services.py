@@ -9,6 +9,8 @@ from agent_platform.errors import Conflict
 from runs.launch import clean_judge_context
 from runs.models import Run
 
+from .tasks import judge_run
+
 log = logging.getLogger(__name__)
 
 
@@ -17,8 +19,6 @@ def enqueue_judgment(
 ) -> None:
     """Queue a judge task once the current transaction commits, so the worker reads the committed run; `model`
     overrides JUDGE_MODEL for this judgment (re-judging with another judge)."""
-    from .tasks import judge_run  # noqa: PLC0415 (lazy: tasks imports the runtime's model client)
-
     requested_by_id = requested_by.pk if requested_by is not None else None
 
     def send() -> None:
