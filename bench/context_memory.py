@@ -104,7 +104,7 @@ def main() -> None:
     setup_django()
     from django.conf import settings
 
-    from runtime.browser.toolset import CHROMIUM_ARGS
+    from runtime.browser.host import CHROMIUM_ARGS
 
     print(header("Context memory"))
     fixtures = Path(tempfile.mkdtemp(prefix="pilothouse-fixtures-"))

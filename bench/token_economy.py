@@ -65,8 +65,9 @@ def part_a(chromium: str, repeats: int) -> list[list[Any]]:
     """Sizes (and read latency) of each fixture page as raw HTML, read_page, its interactive filter, and page text."""
     from anthropic.tools.browser import BetaToolsetCallContext
 
+    from runtime.browser.host import BrowserHost
     from runtime.browser.network_guard import NetworkGuard
-    from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
+    from runtime.browser.toolset import PlaywrightBrowserToolset
 
     pages = sorted(write_fixtures(FIXTURES))
     host = BrowserHost(chromium)

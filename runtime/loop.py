@@ -26,8 +26,9 @@ from runs.screenshots import save_screenshot
 from runs.secrets import mask, prompt_section
 from runs.usage import Answered, create_message, record_turn
 from runtime.browser import live_view, tracing
+from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
-from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
+from runtime.browser.toolset import PlaywrightBrowserToolset
 
 from . import context, extraction, notices, prompts, spending
 from .lane import Lane, LaneFailed

@@ -22,8 +22,8 @@ from runs import lifecycle
 from runs.events import pusher
 from runs.models import Run
 from runs.secret_box import SecretsUnavailable, unseal
+from runtime.browser.host import BrowserHost
 from runtime.browser.reaper import reap_orphans
-from runtime.browser.toolset import BrowserHost
 from runtime.loop import AgentLoop
 from runtime.prompts import done_tool
 

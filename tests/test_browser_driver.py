@@ -21,8 +21,11 @@ from anthropic.tools.browser import BetaToolsetCallContext
 from anthropic.types.beta import BetaToolUseBlock
 
 from agent_platform.netpolicy import normalize_url
+from runtime.browser.host import BrowserHost
+from runtime.browser.navigation import settled
 from runtime.browser.network_guard import NetworkGuard
-from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset, fingerprint_of, normalize_ref, settled
+from runtime.browser.parsing import fingerprint_of, normalize_ref
+from runtime.browser.toolset import PlaywrightBrowserToolset
 
 pytestmark = pytest.mark.browser
 

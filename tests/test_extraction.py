@@ -8,8 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from agent_platform.models import ModelRequest
+from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
-from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
+from runtime.browser.toolset import PlaywrightBrowserToolset
 from runtime.extraction import EXTRACT_TOOL, extract, extract_tool, page_text_of
 from scripted_api.wire import text_reply
 from tests.factories import make_run

@@ -14,8 +14,9 @@ from anthropic.tools.browser import BetaToolsetCallContext
 
 from demo_site.views import PRODUCTS
 from runs.presets import ITEMS_SCHEMA
+from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
-from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
+from runtime.browser.toolset import PlaywrightBrowserToolset
 from scripted_api.demo import (
     DONE_TOOL,
     JUDGE_TOOL,

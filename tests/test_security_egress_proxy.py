@@ -25,8 +25,9 @@ from anthropic.tools.browser import BetaToolsetCallContext
 
 from agent_platform.netpolicy import address_class, parse_allowance
 from demo_site import server as demo_server
+from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
-from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
+from runtime.browser.toolset import PlaywrightBrowserToolset
 
 pytestmark = pytest.mark.browser
 

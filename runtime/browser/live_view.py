@@ -22,7 +22,8 @@ from runs.live import is_watched, live_group
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
 
-    from runtime.browser.toolset import BrowserHost, PlaywrightBrowserToolset
+    from runtime.browser.host import BrowserHost
+    from runtime.browser.toolset import PlaywrightBrowserToolset
 
 log = logging.getLogger(__name__)
 

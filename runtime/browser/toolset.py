@@ -1,20 +1,14 @@
-"""The Playwright driver of the SDK's browser toolset: one shared Chromium per worker, one BrowserContext per run."""
+"""The Playwright driver of the SDK's browser toolset, with the platform's extras (secrets typed, dialogs, the
+network guard, the final view): the members a run's agent calls, one BrowserContext per run."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import concurrent.futures
 import contextlib
-import hashlib
 import inspect
-import logging
-import os
-import re
-import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from anthropic.tools import ToolError
 from anthropic.tools.browser import (
@@ -53,16 +47,10 @@ from anthropic.types.beta import (
     BetaBrowserWaitInput,
 )
 from playwright.async_api import (
-    Browser,
     BrowserContext,
-    CDPSession,
     Dialog,
-    Frame,
     Locator,
     Page,
-    Playwright,
-    Request,
-    async_playwright,
 )
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
@@ -70,274 +58,51 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from agent_platform.lib.text import bounded, first_line
 from agent_platform.netpolicy import BlockedRequest, normalize_url
 from runs.secrets import UnknownSecret, substitute
-from runtime.browser import reaper as browser_reaper
-from runtime.browser.egress_proxy import REFUSED_HEADER, EgressProxy
+from runtime.browser.egress_proxy import REFUSED_HEADER
+from runtime.browser.navigation import LOAD_GRACE_MS, SCROLL_AT_POINT, NavigationWatch, settled
 from runtime.browser.network_guard import NetworkGuard
-
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-CHROMIUM_ARGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    # Chromium's own calls home (autofill field types) would go through the egress proxy and be refused as noise
-    "--disable-features=AutofillServerCommunication",
+from runtime.browser.parsing import (
+    INTERACTIVE_ROLES,
+    KEY_ALIASES,
+    as_bool,
+    fingerprint_of,
+    line_role,
+    normalize_ref,
+    parse_chord,
+    playwright_key_chord,
+    rank_snapshot_lines,
+    value_text,
 )
-DEFAULT_VIEWPORT = (1280, 800)
+
 READ_PAGE_MAX_CHARS = 50_000  # the tool's documented cap
+
+
 PAGE_TEXT_MAX_CHARS = 50_000
+
+
 FINAL_VIEW_TEXT_MAX_CHARS = 20_000
+
+
 FIND_MAX_MATCHES = 20
+
+
 ACTION_TIMEOUT_MS = 10_000
+
+
 NAVIGATION_TIMEOUT_MS = 30_000
-LOAD_GRACE_MS = 5_000
-# An action's frame wait is bounded: a page whose frames never come (a hidden tab is throttled) must not hang the turn.
-FRAME_WAIT_LIMIT_SECONDS = 1.0
-# Waiting for a popup the page asked for (window.open, target=_blank) until its tab exists.
-POPUP_ARRIVAL_LIMIT_SECONDS = 5.0
+
+
 SCROLL_PIXELS_PER_NOTCH = 100
+
+
 MAX_WAIT_SECONDS = 30.0
 
-# Roles an agent acts on; read_page(filter="interactive") keeps the lines with these (and their ancestors' nothing).
-INTERACTIVE_ROLES = frozenset(
-    {
-        "button",
-        "checkbox",
-        "combobox",
-        "link",
-        "listbox",
-        "menuitem",
-        "menuitemcheckbox",
-        "menuitemradio",
-        "option",
-        "radio",
-        "searchbox",
-        "slider",
-        "spinbutton",
-        "switch",
-        "tab",
-        "textbox",
-        "treeitem",
-    }
-)
-REF_IN_LINE = re.compile(r"\[ref=([a-z0-9]+)\]")
-REF_MARK = re.compile(r" ?\[ref=[a-z0-9]+\]")
+
 # read_page's default depth; a snapshot taken for the fingerprint uses it too, so the two hash alike.
 READ_PAGE_DEFAULT_DEPTH = 15
 
-ROLE_OF_LINE = re.compile(r"^\s*- ([a-z]+)")
 
-# xdotool-style names the model uses, mapped to Playwright's key names.
-KEY_ALIASES = {
-    "return": "Enter",
-    "enter": "Enter",
-    "backspace": "Backspace",
-    "tab": "Tab",
-    "escape": "Escape",
-    "esc": "Escape",
-    "space": "Space",
-    "delete": "Delete",
-    "del": "Delete",
-    "insert": "Insert",
-    "home": "Home",
-    "end": "End",
-    "page_up": "PageUp",
-    "pageup": "PageUp",
-    "prior": "PageUp",
-    "page_down": "PageDown",
-    "pagedown": "PageDown",
-    "next": "PageDown",
-    "up": "ArrowUp",
-    "down": "ArrowDown",
-    "left": "ArrowLeft",
-    "right": "ArrowRight",
-    "arrowup": "ArrowUp",
-    "arrowdown": "ArrowDown",
-    "arrowleft": "ArrowLeft",
-    "arrowright": "ArrowRight",
-    "ctrl": "Control",
-    "control": "Control",
-    "control_l": "Control",
-    "shift": "Shift",
-    "shift_l": "Shift",
-    "alt": "Alt",
-    "alt_l": "Alt",
-    "option": "Alt",
-    "cmd": "Meta",
-    "command": "Meta",
-    "meta": "Meta",
-    "super": "Meta",
-    "win": "Meta",
-}
 KEY_ALIASES.update({f"f{n}": f"F{n}" for n in range(1, 13)})
-MODIFIER_KEYS = frozenset({"Control", "Shift", "Alt", "Meta"})
-
-
-class BrowserHost:
-    """One Chromium per worker process, driven from a private asyncio loop in a daemon thread.
-
-    Synchronous code (a Celery task thread) submits coroutines with `host.run(coro, timeout=...)`; every Playwright
-    object (contexts, pages, toolsets) lives on that loop, so everything touching them must go through `run`.
-    Chromium starts on the first `new_context` and is relaunched there when it crashed or disconnected.
-    """
-
-    def __init__(
-        self,
-        executable_path: str | None = "/usr/bin/chromium",
-        *,
-        args: tuple[str, ...] = CHROMIUM_ARGS,
-        headless: bool = True,
-        pid_dir: Path | None = None,
-    ) -> None:
-        self.executable_path = executable_path
-        self.pid_dir = pid_dir  # where this process records its browsers for a successor to clean up (browser_reaper)
-        self.args = args
-        self.headless = headless
-        self._playwright: Playwright | None = None
-        self._browser: Browser | None = None
-        self._launch_lock: asyncio.Lock | None = None
-        self._closed = False
-        self.launch_count = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="browser-host", daemon=True)
-        self._thread.start()
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run `coro` on the host's loop and return its result; on timeout the coroutine is cancelled."""
-        if threading.current_thread() is self._thread:
-            coro.close()
-            raise RuntimeError("BrowserHost.run was called from the host's own loop; await the coroutine instead")
-        if self._closed:
-            coro.close()
-            raise RuntimeError("this BrowserHost is closed")
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise
-
-    @property
-    def is_connected(self) -> bool:
-        return self._browser is not None and self._browser.is_connected()
-
-    async def _ensure_browser(self) -> Browser:
-        if self._launch_lock is None:
-            self._launch_lock = asyncio.Lock()
-        async with self._launch_lock:
-            if self._browser is not None and self._browser.is_connected():
-                return self._browser
-            if self._browser is not None:
-                log.warning("Chromium disconnected; relaunching")
-                self._browser = None
-            try:
-                return await self._launch()
-            except PlaywrightError:
-                # the Playwright driver itself may have died with the browser: start it afresh once
-                log.warning("Chromium launch failed; restarting Playwright and retrying", exc_info=True)
-                await self._stop_playwright()
-                return await self._launch()
-
-    async def _launch(self) -> Browser:
-        if self._playwright is None:
-            # the egress proxy must see loopback connections too: never let the driver exempt them
-            os.environ.pop("PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK", None)
-            self._playwright = await async_playwright().start()
-        browser = await self._playwright.chromium.launch(
-            executable_path=self.executable_path, headless=self.headless, args=list(self.args)
-        )
-        browser.on("disconnected", self._on_disconnected)
-        self._browser = browser
-        self.launch_count += 1
-        if self.pid_dir is not None:
-            browser_reaper.record(self.pid_dir)
-        return browser
-
-    def _on_disconnected(self, browser: Browser) -> None:
-        if self._browser is browser:
-            self._browser = None
-
-    async def start(self) -> None:
-        """Launch Chromium now rather than on the first run's context (a warm worker does this at start)."""
-        if self._closed:
-            raise RuntimeError("this BrowserHost is closed")
-        await self._ensure_browser()
-
-    async def new_context(
-        self,
-        storage_state: dict[str, Any] | None = None,
-        viewport: tuple[int, int] = DEFAULT_VIEWPORT,
-        network_guard: NetworkGuard | None = None,
-    ) -> BrowserContext:
-        """A fresh BrowserContext (one per run) on the shared Chromium, optionally carrying a saved storage state.
-
-        With a `network_guard`, every connection of the context goes through an egress proxy of its own that enforces
-        the guard on the address it connects to; the proxy closes with the context.
-        """
-        if self._closed:
-            raise RuntimeError("this BrowserHost is closed")
-        browser = await self._ensure_browser()
-        width, height = viewport
-        proxy = None
-        if network_guard is not None:
-            proxy = await EgressProxy(network_guard).start()
-        try:
-            context = await browser.new_context(
-                # Playwright sends loopback through a context's proxy too (Chromium's `<-loopback>` bypass rule) unless
-                # PLAYWRIGHT_DISABLE_FORCED_CHROMIUM_PROXIED_LOOPBACK is set: so no bypass list here, ever.
-                proxy={"server": proxy.url} if proxy is not None else None,
-                storage_state=storage_state,  # type: ignore[arg-type]
-                viewport={"width": width, "height": height},
-                device_scale_factor=1,
-                # a service worker's requests bypass context.route, so the network guard could not see them
-                service_workers="block",
-                accept_downloads=False,
-            )
-        except BaseException:
-            if proxy is not None:
-                await proxy.close()
-            raise
-        if proxy is not None:
-            context.on("close", lambda _context: asyncio.ensure_future(proxy.close()))
-        return context
-
-    async def _stop_playwright(self) -> None:
-        browser, self._browser = self._browser, None
-        if browser is not None:
-            try:
-                await browser.close()
-            except PlaywrightError:
-                pass
-        playwright, self._playwright = self._playwright, None
-        if playwright is not None:
-            try:
-                await playwright.stop()
-            except Exception:
-                log.warning("Playwright did not stop cleanly", exc_info=True)
-
-    def close(self, timeout: float = 30.0) -> None:
-        """Close Chromium and the Playwright driver, then stop the loop thread. Idempotent."""
-        if self._closed:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self._stop_playwright(), self._loop).result(timeout)
-            if self.pid_dir is not None:
-                browser_reaper.forget(self.pid_dir)
-        finally:
-            self._closed = True
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout)
-            if not self._thread.is_alive():
-                self._loop.close()
 
 
 async def approve(context: BetaConfirmContext) -> bool:
@@ -818,173 +583,6 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         return bounded(str(result), PAGE_TEXT_MAX_CHARS)
 
 
-# Scroll the nearest scrollable ancestor of the element under the point, else the window, without animation.
-SCROLL_AT_POINT = """({x, y, dx, dy}) => {
-  let el = document.elementFromPoint(x, y);
-  while (el && el !== document.body && el !== document.documentElement) {
-    const style = getComputedStyle(el);
-    const canY = dy && /(auto|scroll)/.test(style.overflowY) && el.scrollHeight > el.clientHeight;
-    const canX = dx && /(auto|scroll)/.test(style.overflowX) && el.scrollWidth > el.clientWidth;
-    if (canY || canX) { el.scrollBy({left: dx, top: dy, behavior: 'instant'}); return; }
-    el = el.parentElement;
-  }
-  window.scrollBy({left: dx, top: dy, behavior: 'instant'});
-}"""
-
-
-# One animation frame, then the tasks queued before it (a form submission, a setTimeout(0) in a click handler).
-ONE_FRAME = "new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve, 0)))"
-
-
-class NavigationWatch:
-    """What one tab's main frame is doing, from the browser's own events: how many navigations were requested or
-    started so far, and whether one is in flight (started, not yet committed, failed or finished).
-
-    The renderer reports a navigation it is about to make (`Page.frameRequestedNavigation`) on a CDP session of our
-    own, in order with that session's other messages; a frame waited for on the same session therefore answers
-    after the report of any navigation the action's handlers asked for before that frame. Playwright's `request`
-    and `framenavigated` events mark navigations the browser starts by itself (history, redirects) and their end.
-    """
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-        self.starts = 0
-        self.popups_requested = 0
-        self.in_flight = False
-        self._request: Request | None = None
-        self._changed = asyncio.Event()
-        self._session: CDPSession | None = None
-        self._attached = False
-        self._main_frame_id: str | None = None
-        page.on("request", self._on_request)
-        page.on("requestfailed", self._on_request_ended)
-        page.on("requestfinished", self._on_request_ended)
-        page.on("framenavigated", self._on_navigated)
-
-    async def attach(self) -> None:
-        """Open the watch's CDP session (once); without one, frames are waited for through Playwright's own."""
-        if self._attached or self.page.is_closed():
-            return
-        self._attached = True
-        try:
-            session = await self.page.context.new_cdp_session(self.page)
-            session.on("Page.frameRequestedNavigation", self._on_requested)
-            session.on("Page.windowOpen", self._on_window_open)
-            tree = await session.send("Page.getFrameTree")
-            await session.send("Page.enable")
-        except PlaywrightError:
-            log.info("no CDP session for a tab; navigations are seen from network events only", exc_info=True)
-            return
-        self._main_frame_id = tree["frameTree"]["frame"]["id"]
-        self._session = session
-
-    def _pulse(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-
-    def _started(self) -> None:
-        self.starts += 1
-        self.in_flight = True
-        self._pulse()
-
-    def _on_requested(self, params: dict[str, Any]) -> None:
-        if params.get("frameId") != self._main_frame_id:
-            return
-        if params.get("disposition", "currentTab") == "currentTab":
-            self._started()
-
-    def _on_window_open(self, params: dict[str, Any]) -> None:
-        # target=_blank, window.open: the new tab is announced here before Playwright reports its page
-        self.popups_requested += 1
-        self._pulse()
-
-    def _on_request(self, request: Request) -> None:
-        if request.is_navigation_request() and request.frame == self.page.main_frame:
-            self._request = request
-            self._started()
-
-    def _on_request_ended(self, request: Request) -> None:
-        # a navigation answered without a document (204, a download) or refused never commits
-        if request is self._request:
-            self._request = None
-            self.in_flight = False
-            self._pulse()
-
-    def _on_navigated(self, frame: Frame) -> None:
-        if frame == self.page.main_frame:
-            self._request = None
-            self.in_flight = False
-            self._pulse()
-
-    async def _until(self, condition: Callable[[], bool], timeout: float) -> bool:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not condition():
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                return False
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
-        return True
-
-    async def next_frame(self, since: int) -> None:
-        """Until one animation frame (and the tasks queued before it) has passed in the page, or a navigation
-        started after `since`; bounded, so a tab whose frames are throttled cannot hang the action."""
-        await self.attach()
-        if self._session is not None:
-            frame = self._session.send("Runtime.evaluate", {"expression": ONE_FRAME, "awaitPromise": True})
-        else:
-            frame = self.page.evaluate(f"() => {ONE_FRAME}")
-        frame_task = asyncio.ensure_future(frame)
-        start_task = asyncio.ensure_future(self._until(lambda: self.starts > since, FRAME_WAIT_LIMIT_SECONDS))
-        try:
-            await asyncio.wait(
-                {frame_task, start_task}, timeout=FRAME_WAIT_LIMIT_SECONDS, return_when="FIRST_COMPLETED"
-            )
-        finally:
-            for task in (frame_task, start_task):
-                task.cancel()
-            # the frame fails when the document it ran in is replaced: that is a navigation, seen by the events
-            await asyncio.gather(frame_task, start_task, return_exceptions=True)
-
-    async def arrival(self) -> None:
-        """A navigation in flight, waited for to commit (or fail), then to DOMContentLoaded."""
-        await self._until(lambda: not self.in_flight, LOAD_GRACE_MS / 1000)
-        with contextlib.suppress(PlaywrightError):
-            await self.page.wait_for_load_state("domcontentloaded", timeout=LOAD_GRACE_MS)
-
-
-async def settled(watch: NavigationWatch, action: Awaitable[Any]) -> None:
-    """Run an action; if it caused a navigation or a popup, wait for it to reach DOMContentLoaded.
-
-    "It caused none" is decided from events, not from a time window: no navigation requested or started and no popup
-    asked for by the time the action's own promise and one animation frame (with the tasks queued before it) have
-    passed. A navigation a page starts later by itself (a timer of its own, after a fetch) is not this action's;
-    the next read waits for it if it is in flight by then (`PlaywrightBrowserToolset._page`).
-    """
-    page = watch.page
-    popups: list[Page] = []
-
-    def on_popup(popup: Page) -> None:
-        popups.append(popup)
-
-    page.context.on("page", on_popup)
-    await watch.attach()  # before the action, so the renderer's reports of what it asks for reach us
-    since, popups_since = watch.starts, watch.popups_requested
-    try:
-        await action
-        if watch.starts == since:
-            await watch.next_frame(since)
-        if watch.popups_requested > popups_since and not popups:
-            await watch._until(lambda: bool(popups), POPUP_ARRIVAL_LIMIT_SECONDS)
-        if watch.starts > since or watch.in_flight:
-            await watch.arrival()
-        for popup in popups:
-            with contextlib.suppress(PlaywrightError):
-                await popup.wait_for_load_state("domcontentloaded", timeout=LOAD_GRACE_MS)
-    finally:
-        page.context.remove_listener("page", on_popup)
-
-
 async def leave_page(page: Page) -> None:
     with contextlib.suppress(PlaywrightError):
         if not page.is_closed() and page.url != "about:blank":
@@ -1005,71 +603,3 @@ async def press_keys(page: Page, chords: list[str], repeat: int) -> None:
     for _ in range(repeat):
         for chord in chords:
             await page.keyboard.press(chord)
-
-
-def fingerprint_of(url: str, snapshot: str) -> str:
-    """A short hash of a page's URL and accessibility snapshot, its `[ref=…]` numbering left out."""
-    return hashlib.sha256(f"{url}\n{REF_MARK.sub('', snapshot)}".encode()).hexdigest()[:16]
-
-
-def normalize_ref(ref: str) -> str:
-    """Playwright's ref (`e12`, `f1e3`) from what the model wrote: `e12`, `ref_e12`, `ref=e12`, `[ref=e12]`."""
-    ref = ref.strip().strip("[]")
-    for prefix in ("ref=", "ref_", "ref-"):
-        if ref.startswith(prefix):
-            ref = ref[len(prefix) :]
-    if ref.isdigit():  # "ref_7" in the tool's own examples
-        ref = f"e{ref}"
-    return ref
-
-
-def line_role(line: str) -> str | None:
-    match = ROLE_OF_LINE.match(line)
-    return match.group(1) if match else None
-
-
-def rank_snapshot_lines(snapshot: str, query: str) -> list[str]:
-    """Snapshot lines with a ref that share words with `query`, best first; a role word ("button") counts too."""
-    words = [word for word in re.findall(r"[\w-]+", query.lower()) if len(word) > 1]
-    scored: list[tuple[int, int, str]] = []
-    for index, line in enumerate(snapshot.splitlines()):
-        if not REF_IN_LINE.search(line):
-            continue
-        lowered = line.lower()
-        score = sum(2 if f'"{word}' in lowered or f" {word}" in lowered else 1 for word in words if word in lowered)
-        if score:
-            scored.append((-score, index, line.strip()))
-    return [line for _, _, line in sorted(scored)]
-
-
-def playwright_key_chord(chord: str) -> str:
-    """`ctrl+shift+Return` → `Control+Shift+Enter`; single characters pass through."""
-    return "+".join(playwright_key(part) for part in chord.split("+") if part)
-
-
-def playwright_key(name: str) -> str:
-    if len(name) == 1:
-        return name
-    return KEY_ALIASES.get(name.lower(), name)
-
-
-def parse_chord(modifiers: str) -> list[str]:
-    keys = [playwright_key(part) for part in re.split(r"[+\s]+", modifiers) if part]
-    unknown = [key for key in keys if key not in MODIFIER_KEYS]
-    if unknown:
-        raise ToolError(f"Not a modifier key: {', '.join(unknown)} (use shift, ctrl, alt or cmd).")
-    return keys
-
-
-def as_bool(value: object) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes", "on", "checked")
-    return bool(value)
-
-
-def value_text(value: object) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
