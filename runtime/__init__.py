@@ -1,1 +1,2 @@
-"""The agent runtime: the turn loop, the Playwright browser driver, the model client, notices and schemas."""
+"""What only a worker runs: claiming and executing a run, the turn loop, and the browser (runtime.browser). No web
+module imports it (the banned-api rules in the web's packages; tests/test_web_import_boundary.py)."""

@@ -1,1 +1,2 @@
-"""Local servers that speak the Anthropic Messages wire format: a test stub base and the scripted demo model."""
+"""The Messages and Models API emulator: the wire format, the API's refusals, the model catalogue, the scripted demo
+model and the test stub's server. It stands in for a service outside the platform and imports nothing of runs."""
