@@ -9,7 +9,7 @@ from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
 from agent_platform.errors import NotFound
-from judge.models import Judgment
+from runs.judging.models import Judgment
 
 from . import reports, services, stats
 from .models import Batch, Truth

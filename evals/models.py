@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from agent_platform.ids import new_public_id
 from agent_platform.models import Workspace
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Run
 
 

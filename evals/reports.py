@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncWeek
 
 from agent_platform.models import Workspace
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Event, Run
 
 from . import stats

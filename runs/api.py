@@ -1,5 +1,5 @@
 """The runs API: launch, list, read and cancel runs, read their events, and their sessions. (Re-judging and the
-judgments list are the judge app's endpoints, in judge/api.py: runs never imports judge.)"""
+judgments list are the judge's endpoints, in runs/judging/api.py.)"""
 
 import base64
 import binascii
@@ -18,7 +18,7 @@ from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, utc_instant
 from agent_platform.errors import InvalidRequest, NotFound
 
-from .judging_hooks import latest_judge_verdict
+from .judging.models import latest_judge_verdict
 from .launch import launch_run
 from .lifecycle import request_cancel
 from .models import Event, Run, Session
@@ -214,8 +214,8 @@ def runs_of(request: ApiRequest) -> QuerySet[Run]:
     return (
         Run.objects.for_workspace(request.workspace)
         .select_related("session", "outcome")
-        # The relations judge's models declare on Run; their own orderings put the latest judgment first and the
-        # evaluation cycles in order.
+        # The judge's records of the run; their own orderings put the latest judgment first and the evaluation cycles
+        # in order.
         .prefetch_related("judgments", "outcome__evaluations")
     )
 

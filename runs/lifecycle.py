@@ -9,16 +9,13 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
-from django.dispatch import Signal
 from django.utils import timezone
 
 from .events import emit
+from .judging.services import judge_on_finish
 from .models import Event, Run
 
 log = logging.getLogger(__name__)
-
-# Sent (with `run`) inside the transaction that records a run's ending. The judge app listens: runs never imports it.
-run_finished = Signal()
 
 
 def mark_started(run: Run, worker: str) -> bool:
@@ -101,7 +98,7 @@ def finish(
                 "error_message": error_message or None,
             },
         )
-        run_finished.send(sender=Run, run=run)
+        judge_on_finish(run)
     return True
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from judge.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
+from runs.judging.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
 from runs.scripted.validation import Refusal
 from runs.scripted.wire import Reply, WireError, WireServer
 

@@ -19,6 +19,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from agent_platform.lib.text import bounded, content_text, first_line
 from runs import lifecycle
+from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secret_box import SecretsUnavailable, unseal
@@ -206,12 +207,11 @@ class AgentLoop:
         self,
         run: Run,
         host_factory: Callable[[], BrowserHost],
-        evaluator: evaluation.OutcomeEvaluator | None = None,
+        evaluator: evaluation.OutcomeEvaluator[Any] | None = None,
     ) -> None:
         self.run = run
         self.host_factory = host_factory
-        # Registered by the app that grades outcomes: the runtime does not import it.
-        self.evaluator = evaluator or evaluation.evaluator()
+        self.evaluator: evaluation.OutcomeEvaluator[Any] = evaluator or OutcomeGrader()
         self.profile = model_profile(run.model)
         self.model_max_tokens = self.profile.max_tokens if self.profile is not None else None
         self.max_tokens = settings.MODEL_MAX_TOKENS
