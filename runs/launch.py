@@ -339,12 +339,8 @@ def enqueue(run_pk: int) -> None:
     """Hand the committed run to a worker; a run that cannot be queued fails visibly instead of waiting forever."""
     from . import tasks  # noqa: PLC0415 (lazy: tasks imports the runtime, which the web process must not load)
 
-    execute_run = getattr(tasks, "execute_run", None)
-    if execute_run is None:
-        log.warning("runs.tasks.execute_run does not exist yet; run %s stays queued", run_pk)
-        return
     try:
-        execute_run.delay(run_pk)
+        tasks.execute_run.delay(run_pk)
     except Exception:
         log.exception("could not enqueue run %s", run_pk)
         run = Run.objects.get(pk=run_pk)
