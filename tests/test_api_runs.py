@@ -1,4 +1,4 @@
-"""The runs API: launching with every rule of the issue, reading runs, their events and judgments, and sessions."""
+"""The runs API: launching with every launch rule, reading runs, their events and judgments, and sessions."""
 
 import json
 

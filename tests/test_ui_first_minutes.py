@@ -1,4 +1,4 @@
-"""The operator's first ten minutes (issue 16, items 1-9) as the server renders them: keys for the operator's own
+"""The operator's first ten minutes as the server renders them: keys for the operator's own
 workspace, honest states of cancelled and judged runs, turn counts that agree, keys made once, follow-ups that keep
 what was typed and wait for their session, readable sessions, a compact admin, and the small things around."""
 
