@@ -15,7 +15,7 @@ def batch_id() -> str:
     return new_public_id("bat")
 
 
-class BatchQuerySet(models.QuerySet):
+class BatchQuerySet(models.QuerySet["Batch"]):
     def for_workspace(self, workspace: Workspace) -> "BatchQuerySet":
         return self.filter(workspace=workspace)
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ["public_id", "workspace", "created_at"]
     list_select_related = ["workspace"]
     search_fields = ["public_id"]
@@ -205,7 +205,7 @@ class JudgeVerdictFilter(admin.SimpleListFilter):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     # One compact column per concern (the outcome, the signals, the judge, the money), so the
     # list fits a laptop screen with every signal shown; each signal keeps its own filter on the right.
     list_display = [
@@ -291,7 +291,10 @@ class RunAdmin(admin.ModelAdmin):
             f"signal_{name}": Cast(KeyTextTransform(name, "signals"), IntegerField()) for name in COUNTED_SIGNALS
         }
         # The latest verdict is a subquery in the one list query: no query per row however many runs are shown.
-        return super().get_queryset(request).annotate(**counted, latest_verdict=latest_judge_verdict())
+        runs: QuerySet[AdminRun] = (
+            super().get_queryset(request).annotate(**counted, latest_verdict=latest_judge_verdict())
+        )
+        return runs
 
     @admin.display(description="judge", ordering="latest_verdict")
     def judge_verdict(self, obj: AdminRun) -> str:
@@ -381,7 +384,7 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ["public_id", "run", "seq", "type", "processed_at"]
     list_filter = ["type"]
     list_select_related = ["run"]

@@ -359,7 +359,7 @@ def create_run(
     request: ApiRequest,
     payload: RunIn,
     response: HttpResponse,
-    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
 ) -> Status[dict[str, Any]]:
     body = payload.model_dump(exclude_unset=True)
     launched = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
@@ -461,7 +461,7 @@ def list_sessions(request: ApiRequest, filters: Query[SessionFilters]) -> dict[s
     sessions = Session.objects.for_workspace(request.workspace).annotate(run_count=Count("runs"))
     page = paginate(sessions, filters.cursor, filters.limit)
     return {
-        "sessions": [session_out(session, session.run_count) for session in page.rows],
+        "sessions": [session_out(session, session.run_count) for session in page.rows],  # type: ignore[attr-defined]  # annotated above
         "next_cursor": page.next_cursor,
         "has_more": page.has_more,
     }

@@ -212,7 +212,8 @@ def clean_output_schema(output_schema: Any) -> dict[str, Any] | None:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         detail = [problem.as_dict() for problem in problems]
         raise invalid("output_schema", f"at {first.path}: {first.message}{more}", detail)
-    return output_schema
+    checked: dict[str, Any] = output_schema  # without problems, it is an object schema
+    return checked
 
 
 def clean_outcome(outcome: object) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from .agent import worker  # noqa: F401  (connects the signals that close the wo
 WAIT_BEHIND_SECONDS = 2
 
 
-@shared_task(name="runs.tasks.execute_run", bind=True, acks_late=True, max_retries=0, ignore_result=True)
+@shared_task(name="runs.tasks.execute_run", bind=True, acks_late=True, max_retries=0, ignore_result=True)  # type: ignore[untyped-decorator]  # celery ships no type information
 def execute_run(self: Task, run_id: int) -> None:
     """Run one run's agent loop in this worker thread; never retried, since a retry could repeat actions on the web.
 
@@ -23,7 +23,7 @@ def execute_run(self: Task, run_id: int) -> None:
     run_loop(run_id, worker=self.request.hostname or "worker")
 
 
-@shared_task(name="runs.tasks.reap_stale_runs")
+@shared_task(name="runs.tasks.reap_stale_runs")  # type: ignore[untyped-decorator]  # celery ships no type information
 def reap_stale_runs() -> list[str]:
     """The reaper (Celery beat, every 30 s): fails runs whose worker was lost, re-enqueues runs nobody claimed."""
     return lifecycle.reap_stale_runs() + lifecycle.redeliver_queued_runs()

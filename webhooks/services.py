@@ -69,7 +69,7 @@ def delete_endpoint(endpoint: Endpoint) -> None:
 # --- deliveries ----------------------------------------------------------------------------------------------------
 
 
-def body_of(delivery: Delivery, event_type: str, data: dict) -> str:
+def body_of(delivery: Delivery, event_type: str, data: dict[str, Any]) -> str:
     created_at = rfc3339(delivery.created_at, milliseconds=True)
     envelope = {"id": delivery.public_id, "type": event_type, "created_at": created_at, "data": data}
     return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -87,7 +87,7 @@ def enqueue(delivery: Delivery) -> None:
     transaction.on_commit(send)
 
 
-def record_event(workspace_id: int, event_type: str, data: Callable[[], dict]) -> list[Delivery]:
+def record_event(workspace_id: int, event_type: str, data: Callable[[], dict[str, Any]]) -> list[Delivery]:
     """A delivery of the event to each active endpoint of the workspace subscribed to it, sent once committed.
 
     `data` is called only when some endpoint listens, so events nobody subscribed to cost one query.
@@ -121,7 +121,8 @@ def resend(delivery: Delivery) -> Delivery:
 
 def retry_delay(number: int) -> int:
     """Seconds before attempt number+1: exponential from the base, capped."""
-    return min(settings.WEBHOOK_RETRY_BASE_SECONDS * 2 ** (number - 1), settings.WEBHOOK_RETRY_MAX_SECONDS)
+    delay: int = min(settings.WEBHOOK_RETRY_BASE_SECONDS * 2 ** (number - 1), settings.WEBHOOK_RETRY_MAX_SECONDS)
+    return delay
 
 
 @dataclass(frozen=True)

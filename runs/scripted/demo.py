@@ -219,7 +219,8 @@ def conform(value: Any, schema: dict[str, Any] | None) -> Any:
 def _conform_object(value: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     properties: dict[str, Any] = schema.get("properties") or {}
     if not properties:
-        return _plain(value)
+        plain: dict[str, Any] = _plain(value)
+        return plain
     required = set(schema.get("required") or [])
     lists = [key for key, item in value.items() if isinstance(item, list)]
     array_properties = [key for key, sub in properties.items() if isinstance(sub, dict) and sub.get("type") == "array"]

@@ -404,7 +404,7 @@ def _cache_breakpoints(request: dict[str, Any]) -> int:
     return count
 
 
-def check_limits(request: dict[str, Any], model: CatalogueModel, count_tokens: Callable[[dict], int]) -> None:
+def check_limits(request: dict[str, Any], model: CatalogueModel, count_tokens: Callable[[dict[str, Any]], int]) -> None:
     breakpoints = _cache_breakpoints(request)
     if breakpoints > MAX_CACHE_BREAKPOINTS:
         raise broken(
