@@ -1,9 +1,9 @@
 """Long-run token economy: input tokens per request, cache hit ratio and cost of a 60-turn run over 20-50K-character
-pages, without and with context management (runs.agent.context) and extraction (runs.agent.extraction).
+pages, without and with context management (runtime.context) and extraction (runtime.extraction).
 
 The run is replayed request by request as the runtime builds it: the same system prompt and tools, the same cache
-breakpoints (runs.agent.loop.place_breakpoints), the guard's trimmed messages, and the Messages stub's prompt-cache
-accounting (runs.scripted.wire.PromptCache: about four characters a token, cache reads of the longest cached
+breakpoints (runtime.loop.place_breakpoints), the guard's trimmed messages, and the Messages stub's prompt-cache
+accounting (scripted_api.wire.PromptCache: about four characters a token, cache reads of the longest cached
 prefix). Costs use the prices migration 0006 seeds (Sonnet 5.5 for the agent, Haiku 5.5 with its prompt-length tier
 for extraction), in exact Decimal. No browser and no database: the pages are seeded text of 20,000 to 50,000
 characters, the agent reads one per turn.
@@ -144,9 +144,10 @@ def place_breakpoints(messages: list[dict[str, Any]]) -> None:
 
 
 def replay(scenario: Scenario, pages: list[str], rows: PriceRows) -> Scenario:
+    from runtime import context, extraction, prompts
+    from scripted_api.wire import PromptCache
+
     from agent_platform.billing import cost_of
-    from runs.agent import context, extraction, prompts
-    from runs.scripted.wire import PromptCache
 
     cache = PromptCache()
     tools = [{"type": "browser_toolset_20260801"}, prompts.done_tool(None), extraction.extract_tool()]

@@ -17,11 +17,11 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agent_platform import llm
 from agent_platform.errors import Conflict, InvalidRequest, NotFound, ServiceUnavailable
 from agent_platform.models import Workspace
+from runs.schema import schema_problems, serialized_size
 
-from .agent import profiles
-from .agent.schema import schema_problems, serialized_size
 from .events import emit
 from .judging.models import Outcome
 from .judging.services import clean_judge_context
@@ -127,19 +127,19 @@ def clean_model(model: object) -> str:
     return model
 
 
-def model_profile(model: str) -> profiles.ModelProfile:
+def model_profile(model: str) -> llm.ModelProfile:
     """The model's profile from the Models API; unknown and retired models are refused naming `model`.
 
     When the Models API cannot be asked, the launch is refused as `service_unavailable` (HTTP 503) rather than
     accepted blind: a run on a model nobody checked would fail later, far from the form that chose it.
     """
     try:
-        found = profiles.profile(model)
-    except profiles.UnknownModel:
+        found = llm.profile(model)
+    except llm.UnknownModel:
         raise invalid(
             "model", f"'{model}' is not a model the Models API knows; pick one of the active models"
         ) from None
-    except profiles.ProfilesUnavailable as error:
+    except llm.ProfilesUnavailable as error:
         raise ServiceUnavailable(f"model: {error}", field="model") from None
     if found.retired:
         retired = f" on {found.retires_at:%Y-%m-%d}" if found.retires_at else ""
@@ -160,7 +160,7 @@ def model_choice(field: str, value: object, choices: Sequence[str], among: str, 
     return value
 
 
-def clean_effort(effort: object, profile: profiles.ModelProfile) -> str:
+def clean_effort(effort: object, profile: llm.ModelProfile) -> str:
     return model_choice(
         "effort",
         effort,
@@ -170,7 +170,7 @@ def clean_effort(effort: object, profile: profiles.ModelProfile) -> str:
     )
 
 
-def clean_thinking(thinking: object, profile: profiles.ModelProfile) -> str:
+def clean_thinking(thinking: object, profile: llm.ModelProfile) -> str:
     return model_choice("thinking", thinking, profile.thinking_modes, f"a thinking mode {profile.id} accepts")
 
 
@@ -320,7 +320,7 @@ def resolve_session(
     return session
 
 
-def warn_deprecated_model(run: Run, profile: profiles.ModelProfile) -> None:
+def warn_deprecated_model(run: Run, profile: llm.ModelProfile) -> None:
     """A run on a deprecated model is launched, with a warning event its page and the runs list show as a badge."""
     retires_at = profile.retires_at.isoformat() if profile.retires_at else None
     when = f" on {profile.retires_at:%Y-%m-%d}" if profile.retires_at else ""

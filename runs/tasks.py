@@ -3,7 +3,6 @@
 from celery import Task, shared_task
 
 from . import lifecycle
-from .agent import worker  # noqa: F401  (connects the signals that close the worker's browser on shutdown)
 
 # How often a follow-up queued behind its session's earlier run looks again.
 WAIT_BEHIND_SECONDS = 2
@@ -18,7 +17,7 @@ def execute_run(self: Task, run_id: int) -> None:
     if lifecycle.wait_behind_earlier_run(run_id):
         self.apply_async(args=[run_id], countdown=WAIT_BEHIND_SECONDS)
         return
-    from .agent.loop import execute_run as run_loop  # noqa: PLC0415 (lazy: the web enqueues through this module, and the runtime loads Playwright, which the web needn't)
+    from runtime.worker import execute_run as run_loop  # noqa: PLC0415 (lazy: the web enqueues through this module, and the runtime loads Playwright, which the web needn't)
 
     run_loop(run_id, worker=self.request.hostname or "worker")
 

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from scripted_api.validation import Refusal
+from scripted_api.wire import Reply, WireError, WireServer
 
 from runs.judging.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
-from runs.scripted.validation import Refusal
-from runs.scripted.wire import Reply, WireError, WireServer
 
 JUDGE_TOOL = "record_judgment"
 GRADER_TOOL = "record_evaluation"
@@ -49,7 +49,7 @@ def default_route(request: dict[str, Any]) -> str:
 class MessagesStub:
     """Answers each Messages request with the next scripted reply of the queue its route names.
 
-    A scripted reply is a message dict (see `runs.scripted.wire.text_reply` and friends), a WireError,
+    A scripted reply is a message dict (see `scripted_api.wire.text_reply` and friends), a WireError,
     or a callable that receives the request and returns either. Every request is recorded, in order.
 
     Requests the real API would refuse never reach a queue: the server answers them with the API's error

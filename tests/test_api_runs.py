@@ -4,9 +4,9 @@ import json
 
 import pytest
 from django.utils import timezone
+from runs.presets import ITEMS_SCHEMA as SCHEMA
 
 from agent_platform.models import ModelRequest
-from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
 from runs.events import emit
 from runs.judging.models import Judgment, Outcome, OutcomeEvaluation
 from runs.models import Run, Session

@@ -3,13 +3,14 @@
 import base64
 
 import pytest
+from agent_platform.llm import model_profile
 from django.conf import settings
 from django.core.files.storage import default_storage
+from scripted_api.stub import JUDGE_QUEUE
 
 from agent_platform import ids
 from agent_platform.errors import ServiceError
 from agent_platform.models import ModelRequest
-from runs.agent.model import model_profile
 from runs.judging.models import Judgment
 from runs.judging.services import request_rejudge
 from runs.lifecycle import mark_started
@@ -26,7 +27,6 @@ from tests.judge_support import (
     tiny_png,
     user_text,
 )
-from tests.messages_stub import JUDGE_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from django.db.models import Sum
 from django.utils import timezone
+from scripted_api.stub import default_route
+from scripted_api.wire import multi_tool_use_reply, text_reply, tool_use_block, tool_use_reply
 
 from agent_platform.models import ModelRequest
 from runs.models import Run
-from runs.scripted.wire import multi_tool_use_reply, text_reply, tool_use_block, tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.conftest import WorkerProcess, worker_environment
 from tests.factories import make_run
-from tests.messages_stub import default_route
 from tests.runtime_support import events, finished
 
 messages_stub_server = stub_fixtures.messages_stub_server

@@ -6,15 +6,15 @@ import json
 import pytest
 from django.db import connection
 from django.utils import timezone
+from scripted_api.stub import AGENT_QUEUE, GRADER_QUEUE, JUDGE_QUEUE
+from scripted_api.wire import tool_use_reply
 
 from runs.judging.models import Judgment, OutcomeEvaluation
 from runs.launch import launch_run
 from runs.models import Event, Run
-from runs.scripted.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.conftest import wait_for
 from tests.judge_support import evaluation_reply, judgment_reply, user_text
-from tests.messages_stub import AGENT_QUEUE, GRADER_QUEUE, JUDGE_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

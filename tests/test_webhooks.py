@@ -14,7 +14,7 @@ from runs.lifecycle import finish, mark_started
 from runs.models import Run
 from tests.conftest import WorkerProcess, wait_for, worker_environment
 from tests.factories import make_run
-from webhooks import services
+from webhooks import sending, services
 from webhooks.models import Attempt, Delivery, Endpoint
 
 QUEUE = "webhook-tests"
@@ -150,7 +150,7 @@ def test_a_delivery_to_an_internal_address_is_refused_by_policy_before_any_conne
     # An endpoint that predates the policy (written directly): the attempt must still refuse it, sending nothing.
     endpoint = Endpoint.objects.create(workspace=acme, url="http://169.254.169.254/hook", events=["run.finished"])
     delivery = Delivery.objects.create(endpoint=endpoint, event_type="run.finished", body="{}")
-    assert services.attempt(delivery.pk, 1) is None, "no retry is scheduled"
+    assert sending.attempt(delivery.pk, 1) is None, "no retry is scheduled"
     delivery.refresh_from_db()
     attempt = delivery.attempt_log.get()
     assert delivery.status == Delivery.Status.FAILED and attempt.response_code is None
@@ -160,10 +160,10 @@ def test_a_delivery_to_an_internal_address_is_refused_by_policy_before_any_conne
 
 @pytest.mark.django_db
 def test_retries_back_off_exponentially_within_a_day(settings):
-    assert [services.retry_delay(n) for n in range(1, 9)] == [30, 60, 120, 240, 480, 960, 1800, 1800]
+    assert [sending.retry_delay(n) for n in range(1, 9)] == [30, 60, 120, 240, 480, 960, 1800, 1800]
     schedule, elapsed = [], 0
-    while elapsed + services.retry_delay(len(schedule) + 1) <= settings.WEBHOOK_RETRY_WINDOW_SECONDS:
-        elapsed += services.retry_delay(len(schedule) + 1)
+    while elapsed + sending.retry_delay(len(schedule) + 1) <= settings.WEBHOOK_RETRY_WINDOW_SECONDS:
+        elapsed += sending.retry_delay(len(schedule) + 1)
         schedule.append(elapsed)
     assert 23 * 3600 < schedule[-1] <= 24 * 3600, "retries go on for (nearly) 24 hours"
 

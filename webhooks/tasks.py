@@ -3,11 +3,11 @@
 from celery import Task, shared_task
 from django.conf import settings
 
-from . import services
+from . import sending, services
 
 
 @shared_task(name="webhooks.tasks.deliver", bind=True, ignore_result=True, max_retries=None)  # type: ignore[untyped-decorator]  # celery ships no type information
 def deliver(self: Task, delivery_id: int, number: int = 1) -> None:
-    delay = services.attempt(delivery_id, number)
+    delay = sending.attempt(delivery_id, number)
     if delay is not None:
         raise self.retry(args=(delivery_id, number + 1), countdown=delay, queue=settings.WEBHOOK_QUEUE)

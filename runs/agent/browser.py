@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent_platform.netpolicy import BlockedRequest, normalize_url
 from anthropic.tools import ToolError
 from anthropic.tools.browser import (
     BetaAsyncAbstractBrowserToolset20260801,
@@ -66,11 +67,11 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from runtime.browser import reaper as browser_reaper
+from runtime.browser.egress_proxy import REFUSED_HEADER, EgressProxy
+from runtime.browser.network_guard import NetworkGuard
 
 from agent_platform.lib.text import bounded, first_line
-from runs.agent import browser_reaper
-from runs.agent.egress_proxy import REFUSED_HEADER, EgressProxy
-from runs.agent.network_guard import BlockedRequest, NetworkGuard, normalize_url
 from runs.secrets import UnknownSecret, substitute
 
 log = logging.getLogger(__name__)

@@ -11,27 +11,29 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
+from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from playwright.async_api import Error as PlaywrightError
+from runtime.browser import live_view, tracing
+from runtime.browser.host import BrowserHost
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.toolset import PlaywrightBrowserToolset
 
 from agent_platform.lib.text import bounded, content_text, first_line
-from runs import lifecycle
+from runs import evaluation, lifecycle
 from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, Session
+from runs.schema import data_problems
 from runs.screenshots import save_screenshot
 from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
-from runs.usage import Answered, record_turn
+from runs.usage import Answered, create_message, record_turn
 
-from . import context, evaluation, extraction, live_view, notices, prompts, spending, tracing
-from .browser import BrowserHost, PlaywrightBrowserToolset
+from . import context, extraction, notices, prompts, spending
 from .lane import Lane, LaneFailed
-from .model import ModelUnavailable, create_message, model_profile, thinking_param
-from .network_guard import NetworkGuard
-from .schema import data_problems
 from .worker import browser_host
 
 log = logging.getLogger(__name__)
@@ -240,7 +242,7 @@ class AgentLoop:
         self.browser_failed = False
         self.final_view_fresh = False
         self.tracker = notices.NoticeTracker(run.max_turns)
-        # What is sent of the conversation (runs.agent.context) and what the last request cost (cost caps).
+        # What is sent of the conversation (runtime.context) and what the last request cost (cost caps).
         self.context_state = context.ContextState()
         self.result_labels: dict[str, str] = {}
         self.last_request: spending.LastRequest | None = None
@@ -555,7 +557,7 @@ class AgentLoop:
         return params
 
     def fit_context(self, params: dict[str, Any]) -> None:
-        """Send what fits the model's limits (runs.agent.context): the stored conversation stays whole, the request
+        """Send what fits the model's limits (runtime.context): the stored conversation stays whole, the request
         carries its trimmed form and the server-side context management the model offers."""
         profile = self.profile or context.DEFAULT_PROFILE
         overhead = context.size_of({"system": params["system"], "tools": params["tools"]})
@@ -920,7 +922,7 @@ class AgentLoop:
         return block, screenshot_url
 
     def add_turn_notices(self, calls: ReplyCalls) -> list[str]:
-        """The turn's notices (runs.agent.notices), added to its last result; a reply whose done was accepted gets
+        """The turn's notices (runtime.notices), added to its last result; a reply whose done was accepted gets
         none."""
         if calls.accepted is not None:
             return []

@@ -6,13 +6,13 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from agent_platform.llm import ModelUnavailable
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from agent_platform import ids
 from agent_platform.lib.timestamps import rfc3339
-from runs.agent.model import ModelUnavailable
 from runs.events import emit
 from runs.lifecycle import cancel_requested
 from runs.models import Run
@@ -183,7 +183,7 @@ def acknowledgment_message(evaluation: OutcomeEvaluation) -> str:
 
 
 class OutcomeGrader:
-    """The loop's outcome evaluator (runs.agent.evaluation.OutcomeEvaluator): the rubric's cycles, graded here."""
+    """The loop's outcome evaluator (runs.evaluation.OutcomeEvaluator): the rubric's cycles, graded here."""
 
     def has_outcome(self, run: Run) -> bool:
         return Outcome.objects.filter(run=run).exists()
