@@ -63,16 +63,20 @@ lint: $(VENV)/.installed-test node_modules/.installed
 screenshots: $(VENV)/.installed-test
 	$(BIN)/python scripts/screenshots.py
 
-# Benchmarks measure the platform's own cost on PostgreSQL + Redis; docs/benchmarks.md holds the results.
+# Benchmarks measure the platform's own cost on PostgreSQL + Redis; docs/benchmarks.md holds the results. Every
+# script of bench/ runs here (tests/test_bench_target.py checks it); _common.py, _runtime.py and make_fixtures.py are
+# the modules they import (token_economy.py writes its fixture pages with make_fixtures).
 bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench
 bench: export REDIS_URL ?= redis://127.0.0.1:6379/8
 bench: $(VENV)/.installed-test
 	-createdb -h 127.0.0.1 -U postgres bench 2>/dev/null
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python bench/token_economy.py
+	$(BIN)/python bench/long_run_tokens.py
 	$(BIN)/python bench/turn_overhead.py
 	$(BIN)/python bench/step_speed.py
 	$(BIN)/python bench/density.py
+	$(BIN)/python bench/context_memory.py
 	$(BIN)/python bench/live_latency.py
 	$(BIN)/python bench/seed_scale.py
 	$(BIN)/python bench/data_scale.py

@@ -193,14 +193,6 @@ class Price(models.Model):
         tier = f", prompts from {self.min_prompt_tokens:,} tokens" if self.min_prompt_tokens else ""
         return f"{self.model} ({self.speed}{tier}) from {self.valid_from:%Y-%m-%d}"
 
-    @classmethod
-    def in_force(cls, model: str, speed: str, at: datetime, prompt_tokens: int = 0) -> "Price | None":
-        return (
-            cls.objects.filter(model=model, speed=speed, valid_from__lte=at, min_prompt_tokens__lte=prompt_tokens)
-            .order_by("-valid_from", "-min_prompt_tokens")
-            .first()
-        )
-
 
 class ModelRequestQuerySet(models.QuerySet["ModelRequest"]):
     def for_workspace(self, workspace: Workspace) -> "ModelRequestQuerySet":

@@ -116,7 +116,7 @@ INSTALLED_APPS = [
     "axes",
     "agent_platform",
     "runs",
-    "judge",
+    "runs.judging",
     "demo_site",
     "evals",
     "webhooks",

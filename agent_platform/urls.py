@@ -8,7 +8,7 @@ from .api import api
 
 urlpatterns = [
     path("", include("runs.urls")),
-    path("", include("judge.urls")),
+    path("", include("runs.judging.urls")),
     path("", include("agent_platform.web_urls")),
     path("", include("evals.urls")),
     path("", include("webhooks.urls")),

@@ -106,7 +106,7 @@ def prices() -> PriceRows:
     """The migration's rows as unsaved Price objects, by (model, min_prompt_tokens), latest valid_from winning."""
     from agent_platform.models import Price
 
-    seed = importlib.import_module("agent_platform.migrations.0006_i13_prices_2026_11")
+    seed = importlib.import_module("agent_platform.migrations.0006_prices_2026_11")
     rows: PriceRows = {}
     for model, speed, tier, day, input_, output, write_5m, write_1h, read in sorted(seed.PUBLISHED, key=lambda r: r[3]):
         if speed == "standard":

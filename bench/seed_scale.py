@@ -1,7 +1,7 @@
 """Seeds PostgreSQL with runs, events and model requests at scale for bench/data_scale.py, through COPY.
 
-Default size is a tenth of the issue's (10,000 runs, 200,000 events, 100,000 model requests); `--full` seeds the
-issue's 100,000 runs, 2,000,000 events and 1,000,000 model requests. Half of the runs belong to the workspace the
+Default size is a tenth of the target scale (10,000 runs, 200,000 events, 100,000 model requests); `--full` seeds
+the target itself: 100,000 runs, 2,000,000 events and 1,000,000 model requests. Half of the runs belong to the workspace the
 benchmark queries (`bench-main`, operator `bench` / password `bench`); the rest are spread over nine others, so
 every query has to pick its workspace out of a shared table. One run of bench-main (metadata {"bench": "500 events"})
 gets exactly 500 events. Runs span the last 120 days.

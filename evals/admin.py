@@ -6,7 +6,7 @@ from .models import Batch, Truth
 
 
 @admin.register(Batch)
-class BatchAdmin(admin.ModelAdmin):
+class BatchAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ("public_id", "name", "workspace", "status", "repeats", "concurrency", "created_at", "finished_at")
     list_filter = ("status", "workspace")
     list_select_related = ("workspace",)
@@ -16,7 +16,7 @@ class BatchAdmin(admin.ModelAdmin):
 
 
 @admin.register(Truth)
-class TruthAdmin(admin.ModelAdmin):
+class TruthAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ("judgment", "value", "workspace", "recorded_by", "recorded_at")
     list_filter = ("value", "workspace")
     list_select_related = ("workspace", "judgment", "recorded_by")

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
 from agent_platform.errors import NotFound
-from judge.models import Judgment
+from runs.judging.models import Judgment
 
 from . import reports, services, stats
 from .models import Batch, Truth
@@ -388,7 +388,7 @@ def create_batch(request: ApiRequest, payload: BatchIn) -> Status[dict[str, Any]
 
 
 @router.get("/batches", response={200: BatchListOut, **ERRORS}, summary="List batches, newest first")
-def list_batches(request: ApiRequest, limit: int = Query(LIST_DEFAULT, ge=1, le=LIST_MAX)) -> dict[str, Any]:
+def list_batches(request: ApiRequest, limit: int = Query(LIST_DEFAULT, ge=1, le=LIST_MAX)) -> dict[str, Any]:  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
     batches = Batch.objects.for_workspace(request.workspace)[:limit]
     return {
         "batches": [
@@ -407,7 +407,7 @@ def list_batches(request: ApiRequest, limit: int = Query(LIST_DEFAULT, ge=1, le=
     "judge, median turns and duration, cost per run and per successful run, flakiness, scoring against expected "
     "data; and the claim-versus-judge matrix. `round` picks a re-judging round (default: the latest).",
 )
-def get_batch(request: ApiRequest, batch_id: str, round: int | None = Query(None, ge=0, le=1000)) -> dict[str, Any]:
+def get_batch(request: ApiRequest, batch_id: str, round: int | None = Query(None, ge=0, le=1000)) -> dict[str, Any]:  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
     batch = find_batch(request, batch_id)
     if round is not None and round > 0 and not batch.rounds.filter(number=round).exists():
         raise NotFound(f"Batch {batch_id} has no judging round {round}.")
@@ -430,7 +430,7 @@ def batch_runs(request: ApiRequest, batch_id: str) -> dict[str, Any]:
                 "repeat": item.repeat,
                 "status": item.run.status if item.run else None,
                 "success": item.run.success if item.run else None,
-                "verdict": latest.get(item.run_id),
+                "verdict": latest.get(item.run_id) if item.run_id is not None else None,
                 "launch_error": item.launch_error or None,
             }
             for item in items
@@ -474,7 +474,7 @@ def triage(
     request: ApiRequest,
     kind: Literal["overclaim", "underclaim", "uncertain"] | None = None,
     include_resolved: bool = False,
-    limit: int = Query(LIST_DEFAULT, ge=1, le=LIST_MAX),
+    limit: int = Query(LIST_DEFAULT, ge=1, le=LIST_MAX),  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
 ) -> dict[str, Any]:
     judgments = reports.triage_queue(request.workspace, kind=kind, include_resolved=include_resolved)[:limit]
     items = []

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from agent_platform.ids import new_public_id
 from agent_platform.models import Workspace
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Run
 
 
@@ -15,7 +15,7 @@ def batch_id() -> str:
     return new_public_id("bat")
 
 
-class BatchQuerySet(models.QuerySet):
+class BatchQuerySet(models.QuerySet["Batch"]):
     def for_workspace(self, workspace: Workspace) -> "BatchQuerySet":
         return self.filter(workspace=workspace)
 

@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncWeek
 
 from agent_platform.models import Workspace
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Event, Run
 
 from . import stats
@@ -149,7 +149,7 @@ def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
 TRIAGE_KINDS = {"overclaim", "underclaim", "uncertain"}
 
 
-def latest_judgments(workspace: Workspace) -> QuerySet:
+def latest_judgments(workspace: Workspace) -> QuerySet[Judgment]:
     """Each run's latest judgment in the workspace: a re-judging supersedes the reading before it."""
     newer = Judgment.objects.filter(run=OuterRef("run")).filter(
         Q(judged_at__gt=OuterRef("judged_at")) | Q(judged_at=OuterRef("judged_at"), id__gt=OuterRef("id"))
@@ -164,7 +164,9 @@ KIND_FILTERS = {
 }
 
 
-def triage_queue(workspace: Workspace, *, kind: str | None = None, include_resolved: bool = False) -> QuerySet:
+def triage_queue(
+    workspace: Workspace, *, kind: str | None = None, include_resolved: bool = False
+) -> QuerySet[Judgment]:
     """Overclaims, underclaims and uncertain judgments across the workspace, newest first."""
     condition = (
         KIND_FILTERS[kind]
@@ -217,8 +219,8 @@ def calibration_report(workspace: Workspace, *, period: str = "week") -> Calibra
         .annotate(period=PERIODS[period]("judgment__judged_at"))
         .values_list("judgment__model", "period", "judgment__verdict", "value")
     )
-    pairs_by_model: dict[str, list] = defaultdict(list)
-    pairs_by_period: dict[tuple[datetime, str], list] = defaultdict(list)
+    pairs_by_model: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    pairs_by_period: dict[tuple[datetime, str], list[tuple[str, str]]] = defaultdict(list)
     everything = []
     for model, start, verdict, value in rows:
         model = model or "unknown"

@@ -1,5 +1,5 @@
-"""Admin for sessions, runs and events: runs show their signals, requests and cost. (The judge app's admin extends the
-run admin with the latest judge verdict, judge/admin.py: runs never imports judge.)"""
+"""Admin for sessions, runs and events: runs show their signals, the latest judge verdict, requests and cost. (The
+judge's own records, judgments and outcome evaluations, have their admin in runs/judging/admin.py.)"""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from .judging.models import Judgment, latest_judge_verdict
 from .models import Event, Run, Session
 
 # Signals the runtime counts (Run.signals JSON), as integer annotations so the changelist can sort by them.
@@ -21,23 +22,25 @@ COUNTED_SIGNALS = ["turns", "budget_notices", "loop_nudges", "stagnation_nudges"
 
 
 class CountedSignals(TypedDict):
-    """The annotations RunAdmin.get_queryset adds to each run: signal_<name> for each of COUNTED_SIGNALS."""
+    """The annotations RunAdmin.get_queryset adds to each run: signal_<name> for each of COUNTED_SIGNALS, and the latest
+    judgment's verdict."""
 
     signal_turns: int | None
     signal_budget_notices: int | None
     signal_loop_nudges: int | None
     signal_stagnation_nudges: int | None
+    latest_verdict: str | None
 
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
-    # A run of the admin's list, with its counted signals.
+    # A run of the admin's list, with its counted signals and latest judge verdict.
     AdminRun = WithAnnotations[Run, CountedSignals]
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ["public_id", "workspace", "created_at"]
     list_select_related = ["workspace"]
     search_fields = ["public_id"]
@@ -186,9 +189,24 @@ class CostFilter(admin.SimpleListFilter):
         return queryset if high is None else queryset.filter(cost_usd__lte=high)
 
 
+class JudgeVerdictFilter(admin.SimpleListFilter):
+    title = "judge verdict (latest)"
+    parameter_name = "judge_verdict"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [*Judgment.Verdict.choices, ("unjudged", "not judged")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[AdminRun]) -> QuerySet[AdminRun]:
+        if self.value() == "unjudged":
+            return queryset.filter(latest_verdict__isnull=True)
+        if self.value() in Judgment.Verdict.values:
+            return queryset.filter(latest_verdict=self.value())
+        return queryset
+
+
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
-    # One compact column per concern (the outcome, the signals, the money; judge/admin.py adds the judge's), so the
+class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
+    # One compact column per concern (the outcome, the signals, the judge, the money), so the
     # list fits a laptop screen with every signal shown; each signal keeps its own filter on the right.
     list_display = [
         "public_id",
@@ -196,6 +214,7 @@ class RunAdmin(admin.ModelAdmin):
         "ending",
         "turns",
         "signals_summary",
+        "judge_verdict",
         "usage_requests",
         "cost_usd",
         "created_at",
@@ -212,6 +231,7 @@ class RunAdmin(admin.ModelAdmin):
         LoopNudgesFilter,
         StagnationNudgesFilter,
         BudgetNoticesFilter,
+        JudgeVerdictFilter,
         RequestsFilter,
         CostFilter,
         "model",
@@ -270,7 +290,15 @@ class RunAdmin(admin.ModelAdmin):
         counted = {
             f"signal_{name}": Cast(KeyTextTransform(name, "signals"), IntegerField()) for name in COUNTED_SIGNALS
         }
-        return super().get_queryset(request).annotate(**counted)
+        # The latest verdict is a subquery in the one list query: no query per row however many runs are shown.
+        runs: QuerySet[AdminRun] = (
+            super().get_queryset(request).annotate(**counted, latest_verdict=latest_judge_verdict())
+        )
+        return runs
+
+    @admin.display(description="judge", ordering="latest_verdict")
+    def judge_verdict(self, obj: AdminRun) -> str:
+        return obj.latest_verdict or "-"
 
     # Runs are written by the runtime; the admin reviews them and never edits one.
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -340,11 +368,12 @@ class RunAdmin(admin.ModelAdmin):
         return obj.signal_budget_notices or 0
 
     def related_links(self, obj: Run) -> list[tuple[str, str]]:
-        """The (url, label) pairs the links column shows; an admin extending this one adds its own after these."""
+        """The (url, label) pairs the links column shows."""
         return [
             (reverse("runs:detail", args=[obj.public_id]), "page"),
             (f"{reverse('admin:runs_event_changelist')}?run__id__exact={obj.pk}", "events"),
             (f"{reverse('admin:agent_platform_modelrequest_changelist')}?run__id__exact={obj.pk}", "requests"),
+            (f"{reverse('admin:judge_judgment_changelist')}?run__id__exact={obj.pk}", "judgments"),
         ]
 
     @admin.display(description="links")
@@ -355,7 +384,7 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ["public_id", "run", "seq", "type", "processed_at"]
     list_filter = ["type"]
     list_select_related = ["run"]

@@ -1,5 +1,5 @@
 """The runs API: launch, list, read and cancel runs, read their events, and their sessions. (Re-judging and the
-judgments list are the judge app's endpoints, in judge/api.py: runs never imports judge.)"""
+judgments list are the judge's endpoints, in runs/judging/api.py.)"""
 
 import base64
 import binascii
@@ -18,7 +18,7 @@ from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, utc_instant
 from agent_platform.errors import InvalidRequest, NotFound
 
-from .judging_hooks import latest_judge_verdict
+from .judging.models import latest_judge_verdict
 from .launch import launch_run
 from .lifecycle import request_cancel
 from .models import Event, Run, Session
@@ -214,8 +214,8 @@ def runs_of(request: ApiRequest) -> QuerySet[Run]:
     return (
         Run.objects.for_workspace(request.workspace)
         .select_related("session", "outcome")
-        # The relations judge's models declare on Run; their own orderings put the latest judgment first and the
-        # evaluation cycles in order.
+        # The judge's records of the run; their own orderings put the latest judgment first and the evaluation cycles
+        # in order.
         .prefetch_related("judgments", "outcome__evaluations")
     )
 
@@ -359,7 +359,7 @@ def create_run(
     request: ApiRequest,
     payload: RunIn,
     response: HttpResponse,
-    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key"),  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
 ) -> Status[dict[str, Any]]:
     body = payload.model_dump(exclude_unset=True)
     launched = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
@@ -461,7 +461,7 @@ def list_sessions(request: ApiRequest, filters: Query[SessionFilters]) -> dict[s
     sessions = Session.objects.for_workspace(request.workspace).annotate(run_count=Count("runs"))
     page = paginate(sessions, filters.cursor, filters.limit)
     return {
-        "sessions": [session_out(session, session.run_count) for session in page.rows],
+        "sessions": [session_out(session, session.run_count) for session in page.rows],  # type: ignore[attr-defined]  # annotated above
         "next_cursor": page.next_cursor,
         "has_more": page.has_more,
     }

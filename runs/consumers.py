@@ -42,7 +42,7 @@ def _visible_run(user: AbstractBaseUser, run_id: str) -> tuple[int, str] | None:
 
 
 @database_sync_to_async
-def _events_between(run_pk: int, after: int, up_to: int | None) -> list[dict]:
+def _events_between(run_pk: int, after: int, up_to: int | None) -> list[dict[str, Any]]:
     events = Event.objects.filter(run_id=run_pk, seq__gt=after).order_by("seq")
     if up_to is not None:
         events = events.filter(seq__lte=up_to)
@@ -114,11 +114,11 @@ class RunConsumer(SignedInConsumer):
             if len(events) < BACKLOG_CHUNK:
                 return
 
-    async def send_event(self, event: dict) -> None:
+    async def send_event(self, event: dict[str, Any]) -> None:
         await self.send_json({"type": "event", "event": event})
         self.last_sent = event["seq"]
 
-    async def run_event(self, message: dict) -> None:
+    async def run_event(self, message: dict[str, Any]) -> None:
         """A live event from runs.events.push: dropped if already sent; a skipped seq is filled from the database."""
         if self.run_pk is None:
             return
@@ -171,7 +171,7 @@ class RunsListConsumer(SignedInConsumer):
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 
-    async def run_changed(self, message: dict) -> None:
+    async def run_changed(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "run.changed", "run_id": message["run_id"]})
 
 
@@ -220,7 +220,7 @@ class LiveViewConsumer(SignedInConsumer):
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 
-    async def live_frame(self, message: dict) -> None:
+    async def live_frame(self, message: dict[str, Any]) -> None:
         if time.time() - float(message.get("sent_at") or 0) > FRAME_MAX_AGE_SECONDS:
             return
         await self.send_json(
@@ -234,5 +234,5 @@ class LiveViewConsumer(SignedInConsumer):
             }
         )
 
-    async def live_ended(self, message: dict) -> None:
+    async def live_ended(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "ended"})

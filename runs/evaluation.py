@@ -1,9 +1,9 @@
-"""The outcome evaluator the loop calls after an accepted done: registered by the app that grades outcomes, so the
-runtime never imports it (the judge app builds on runs, not the other way round)."""
+"""What the loop needs of an outcome evaluator, the one it calls after an accepted done: runs.judging.outcomes'
+OutcomeGrader in a run, another one where a test drives the loop's decisions by hand."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from runs.models import Run
 
@@ -16,20 +16,25 @@ class Evaluation(Protocol):
     explanation: str
 
 
-class OutcomeEvaluator(Protocol):
+CycleResult = TypeVar("CycleResult", bound=Evaluation)
+
+
+class OutcomeEvaluator(Protocol[CycleResult]):
+    """Generic over the evaluator's own result type, so an evaluator needn't import this module to match it."""
+
     def has_outcome(self, run: Run) -> bool: ...
 
     def evaluate(
         self, run: Run, iteration: int, final_view: dict[str, Any] | None, *, done: dict[str, Any] | None
-    ) -> Evaluation: ...
+    ) -> CycleResult: ...
 
-    def revision_message(self, evaluation: Evaluation) -> str: ...
+    def revision_message(self, evaluation: CycleResult) -> str: ...
 
-    def acknowledgment_message(self, evaluation: Evaluation) -> str: ...
+    def acknowledgment_message(self, evaluation: CycleResult) -> str: ...
 
 
 class NoOutcomes:
-    """Without a registered evaluator no run has an outcome: an accepted done ends the run."""
+    """An evaluator for which no run has an outcome: an accepted done ends the run."""
 
     def has_outcome(self, run: Run) -> bool:
         return False
@@ -37,23 +42,10 @@ class NoOutcomes:
     def evaluate(
         self, run: Run, iteration: int, final_view: dict[str, Any] | None, *, done: dict[str, Any] | None
     ) -> Evaluation:
-        raise RuntimeError("no outcome evaluator is registered")
+        raise RuntimeError("no run has an outcome here")
 
     def revision_message(self, evaluation: Evaluation) -> str:
-        raise RuntimeError("no outcome evaluator is registered")
+        raise RuntimeError("no run has an outcome here")
 
     def acknowledgment_message(self, evaluation: Evaluation) -> str:
-        raise RuntimeError("no outcome evaluator is registered")
-
-
-_registered: OutcomeEvaluator = NoOutcomes()
-
-
-def register(evaluator: OutcomeEvaluator) -> None:
-    """Called once from the grading app's AppConfig.ready."""
-    global _registered
-    _registered = evaluator
-
-
-def evaluator() -> OutcomeEvaluator:
-    return _registered
+        raise RuntimeError("no run has an outcome here")

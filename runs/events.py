@@ -34,7 +34,8 @@ def next_seq(run: Run) -> int:
     table = connection.ops.quote_name(Run._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {table} SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq", [run.pk])  # noqa: S608  (only the table name is interpolated)
-        return cursor.fetchone()[0]
+        seq: int = cursor.fetchone()[0]
+        return seq
 
 
 def emit(
@@ -76,7 +77,8 @@ def take_seqs(run: Run, count: int) -> int:
             f"UPDATE {table} SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq",  # noqa: S608  (only the table name is interpolated)
             [count, run.pk],
         )
-        return cursor.fetchone()[0]
+        seq: int = cursor.fetchone()[0]
+        return seq
 
 
 def emit_many(run: Run, items: list[tuple[str, dict[str, Any], datetime]]) -> list[Event]:

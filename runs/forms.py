@@ -7,7 +7,7 @@ from django.http import QueryDict
 
 from agent_platform.errors import InvalidRequest
 
-from .launch import JUDGE_CONTEXT_MAX_STATEMENTS
+from .judging.services import JUDGE_CONTEXT_MAX_STATEMENTS
 
 
 def _int_or_raw(value: str) -> int | str | None:

@@ -23,7 +23,8 @@ from agent_platform.models import Workspace
 from runs.schema import schema_problems, serialized_size
 
 from .events import emit
-from .judging_hooks import outcome_requested
+from .judging.models import Outcome
+from .judging.services import clean_judge_context
 from .lifecycle import enqueue
 from .models import Run, Session
 from .secret_box import seal
@@ -34,8 +35,6 @@ log = logging.getLogger(__name__)
 TASK_MAX_CHARS = 20_000
 START_URL_MAX_CHARS = 2000
 MAX_TURNS_LIMIT = 200
-JUDGE_CONTEXT_MAX_STATEMENTS = 8
-JUDGE_CONTEXT_MAX_CHARS = 500
 OUTCOME_DESCRIPTION_MAX_CHARS = 5000
 OUTCOME_RUBRIC_MAX_CHARS = 20_000
 OUTCOME_MAX_ITERATIONS_DEFAULT = 3
@@ -213,30 +212,8 @@ def clean_output_schema(output_schema: Any) -> dict[str, Any] | None:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         detail = [problem.as_dict() for problem in problems]
         raise invalid("output_schema", f"at {first.path}: {first.message}{more}", detail)
-    return output_schema
-
-
-def clean_judge_context(judge_context: object) -> list[str]:
-    if judge_context is None:
-        return []
-    if not isinstance(judge_context, list):
-        raise invalid("judge_context", "must be a list of statements")
-    if len(judge_context) > JUDGE_CONTEXT_MAX_STATEMENTS:
-        raise invalid(
-            "judge_context", f"has {len(judge_context)} statements; at most {JUDGE_CONTEXT_MAX_STATEMENTS} are allowed"
-        )
-    cleaned = []
-    for index, statement in enumerate(judge_context):
-        field = f"judge_context[{index}]"
-        if not isinstance(statement, str):
-            raise invalid(field, "must be a string")
-        statement = statement.strip()
-        if not statement:
-            raise invalid(field, "must not be empty")
-        if len(statement) > JUDGE_CONTEXT_MAX_CHARS:
-            raise invalid(field, f"is {len(statement)} characters; the limit is {JUDGE_CONTEXT_MAX_CHARS}")
-        cleaned.append(statement)
-    return cleaned
+    checked: dict[str, Any] = output_schema  # without problems, it is an object schema
+    return checked
 
 
 def clean_outcome(outcome: object) -> dict[str, Any] | None:
@@ -464,8 +441,8 @@ def launch_run(
                 **fields,
             )
             if outcome is not None:
-                # The judge app stores the rubric (runs never imports judge): in this transaction, before enqueueing.
-                outcome_requested.send(sender=Run, run=run, outcome=outcome)
+                # In this transaction, before enqueueing: the worker that picks the run up finds the rubric in place.
+                Outcome.objects.create(run=run, **outcome)
             if profile.deprecated:
                 warn_deprecated_model(run, profile)
             transaction.on_commit(lambda: enqueue(run.pk))

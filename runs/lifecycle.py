@@ -9,17 +9,14 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
-from django.dispatch import Signal
 from django.utils import timezone
 
 from . import tasks
 from .events import emit
+from .judging.services import judge_on_finish
 from .models import Event, Run
 
 log = logging.getLogger(__name__)
-
-# Sent (with `run`) inside the transaction that records a run's ending. The judge app listens: runs never imports it.
-run_finished = Signal()
 
 
 def mark_started(run: Run, worker: str) -> bool:
@@ -102,7 +99,7 @@ def finish(
                 "error_message": error_message or None,
             },
         )
-        run_finished.send(sender=Run, run=run)
+        judge_on_finish(run)
     return True
 
 
@@ -165,12 +162,8 @@ def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
 
 def enqueue(run_pk: int) -> None:
     """Hand the committed run to a worker; a run that cannot be queued fails visibly instead of waiting forever."""
-    execute_run = getattr(tasks, "execute_run", None)
-    if execute_run is None:
-        log.warning("runs.tasks.execute_run does not exist yet; run %s stays queued", run_pk)
-        return
     try:
-        execute_run.delay(run_pk)
+        tasks.execute_run.delay(run_pk)
     except Exception:
         log.exception("could not enqueue run %s", run_pk)
         run = Run.objects.get(pk=run_pk)

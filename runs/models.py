@@ -1,6 +1,7 @@
 """Sessions, runs and the append-only event record of everything that happened in a run."""
 
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -12,7 +13,7 @@ from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
 
 
-class SessionQuerySet(models.QuerySet):
+class SessionQuerySet(models.QuerySet["Session"]):
     def for_workspace(self, workspace: Workspace) -> "SessionQuerySet":
         return self.filter(workspace=workspace)
 
@@ -38,7 +39,7 @@ class Session(models.Model):
         return self.public_id
 
 
-class RunQuerySet(models.QuerySet):
+class RunQuerySet(models.QuerySet["Run"]):
     def for_workspace(self, workspace: Workspace) -> "RunQuerySet":
         return self.filter(workspace=workspace)
 
@@ -158,7 +159,7 @@ class Run(models.Model):
         return self.usage_input + self.usage_output + self.usage_cache_read + self.usage_cache_write
 
     @property
-    def usage(self) -> dict:
+    def usage(self) -> dict[str, int | str]:
         return {
             "requests": self.usage_requests,
             "total": self.usage_total,
@@ -194,7 +195,7 @@ class Event(models.Model):
     def __str__(self) -> str:
         return f"{self.run_id}#{self.seq} {self.type}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.public_id,
             "seq": self.seq,

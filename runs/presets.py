@@ -1,6 +1,8 @@
 """The launch form's presets: the bundled demo tasks, what the scripted model knows how to do against the demo site
 (offered on the launch form and seeded on first start)."""
 
+from typing import Any
+
 ITEMS_SCHEMA = {
     "type": "object",
     "properties": {
@@ -21,7 +23,7 @@ LIST_PRODUCTS = "List the products on the first page of the demo shop with their
 CONTACT = "Send the demo shop's contact form asking how to return the Cedar Notebook."
 
 
-def demo_tasks(base_url: str) -> list[dict]:
+def demo_tasks(base_url: str) -> list[dict[str, Any]]:
     """Launch arguments for each demo task, with start URLs under `base_url` (the demo site's own server)."""
     root = base_url.rstrip("/")
     return [

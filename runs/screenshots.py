@@ -35,4 +35,5 @@ def read_screenshot(url: str) -> bytes | None:
     if path is None or not default_storage.exists(path):
         return None
     with default_storage.open(path, "rb") as handle:
-        return handle.read()
+        content: bytes = handle.read()
+    return content

@@ -40,7 +40,8 @@ def unseal(stored: dict[str, Any] | None) -> dict[str, str]:
     if set(stored) != {SEALED}:
         return dict(stored)  # launched before secrets were sealed
     try:
-        return json.loads(keys().decrypt(stored[SEALED].encode()))
+        secrets: dict[str, str] = json.loads(keys().decrypt(stored[SEALED].encode()))
+        return secrets
     except InvalidToken:
         raise SecretsUnavailable(
             "The run's secrets cannot be decrypted with this worker's SECRETS_KEY: the key that sealed them is not "

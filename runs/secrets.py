@@ -39,7 +39,7 @@ def secrets_problem(secrets: Any) -> tuple[str, str] | None:
 def substitute(text: str, secrets: dict[str, str]) -> str:
     """The text with each placeholder replaced by its value, for typing into the page; never shown to anyone."""
 
-    def value(match: re.Match) -> str:
+    def value(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in secrets:
             known = ", ".join(placeholder(known) for known in sorted(secrets)) or "none"
@@ -49,7 +49,7 @@ def substitute(text: str, secrets: dict[str, str]) -> str:
     return PLACEHOLDER.sub(value, text)
 
 
-def is_binary(item: dict) -> bool:
+def is_binary(item: dict[str, Any]) -> bool:
     """A block or source that carries encoded bytes (a base64 image, say): a secret's digits may occur in it by
     chance, and rewriting them would corrupt it."""
     return item.get("type") in ("image", "base64")

@@ -1,6 +1,6 @@
 """Operator pages for runs and sessions: the list, the launch form, a run's live page, sessions, screenshots. The
 views handle the request and fetch; what the pages show is made in runs/presenters.py. (The re-judge action is the
-judge app's, judge/views.py: runs never imports judge, and reads judgments through the relations judge declares.)"""
+judge's, runs/judging/views.py.)"""
 
 import json
 from collections.abc import Mapping
@@ -36,7 +36,7 @@ from runs.traces import has_trace, trace_path
 
 from . import presenters
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
-from .judging_hooks import latest_judge_verdict
+from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
 from .lifecycle import request_cancel
 from .models import Event, Run, Session
@@ -180,8 +180,8 @@ def run_row(request: HttpRequest, run_id: str) -> HttpResponse:
 # --- the run page ----------------------------------------------------------------------------------------------------
 
 
-def run_outcome(run: Run) -> Any:
-    """The outcome rubric the run is evaluated against (judge's Outcome, through its `outcome` relation), or None."""
+def run_outcome(run: Run) -> Outcome | None:
+    """The outcome rubric the run is evaluated against, or None."""
     try:
         return run.outcome
     except ObjectDoesNotExist:
@@ -191,7 +191,7 @@ def run_outcome(run: Run) -> Any:
 def summary_context(run: Run) -> dict[str, Any]:
     """Everything on the run page outside the timeline: verdict, data, judgments, evaluations, signals, usage."""
     run.refresh_from_db()
-    # Judgments and the outcome come through the relations judge's models declare on Run (latest judgment first).
+    # Judgment's own ordering puts the latest first.
     judgments = list(run.judgments.all())
     outcome = run_outcome(run)
     return {

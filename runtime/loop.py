@@ -20,6 +20,7 @@ from playwright.async_api import Error as PlaywrightError
 from agent_platform.lib.text import bounded, content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
 from runs import evaluation, lifecycle
+from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, Session
 from runs.schema import data_problems
 from runs.screenshots import save_screenshot
@@ -206,12 +207,11 @@ class AgentLoop:
         self,
         run: Run,
         host_factory: Callable[[], BrowserHost],
-        evaluator: evaluation.OutcomeEvaluator | None = None,
+        evaluator: evaluation.OutcomeEvaluator[Any] | None = None,
     ) -> None:
         self.run = run
         self.host_factory = host_factory
-        # Registered by the app that grades outcomes: the runtime does not import it.
-        self.evaluator = evaluator or evaluation.evaluator()
+        self.evaluator: evaluation.OutcomeEvaluator[Any] = evaluator or OutcomeGrader()
         self.profile = model_profile(run.model)
         self.model_max_tokens = self.profile.max_tokens if self.profile is not None else None
         self.max_tokens = settings.MODEL_MAX_TOKENS
@@ -224,7 +224,7 @@ class AgentLoop:
         self._host: BrowserHost | None = None
         self._toolset: PlaywrightBrowserToolset | None = None
         self._guard: NetworkGuard | None = None
-        self.live: live_view.LiveView | None = None  # issue 16: streams only while watched
+        self.live: live_view.LiveView | None = None  # streams only while an operator watches
         self.schema = run.session.output_schema or None
         self.started = time.monotonic()
         self.messages: list[dict[str, Any]] = []
@@ -412,7 +412,7 @@ class AgentLoop:
                 if not self.host.is_connected:
                     raise BrowserCrashed(f"The browser crashed opening the start URL: {first_line(error)}") from error
                 problem = error_text(error)
-        # issue 16: the run's replay trace, from the agent's first action (a trace's DOM snapshot of a page that hangs
+        # The run's replay trace, from the agent's first action (a trace's DOM snapshot of a page that hangs
         # would hang the start URL's load with it)
         self.host.run(tracing.start(self.toolset.context, run.public_id), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
         self.report_blocked()
@@ -428,7 +428,7 @@ class AgentLoop:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
         self.toolset.last_screenshot_url = None
         if self.live is not None:
-            self.live.note_action(use.name, use.input)  # issue 16: the live view's cursor mark
+            self.live.note_action(use.name, use.input)  # the live view's cursor mark
         try:
             block = self.host.run(self.toolset.tool_result(use), timeout=self.browser_timeout())
         except TimeoutError:
@@ -494,14 +494,14 @@ class AgentLoop:
         except Exception:
             log.warning("run %s: could not save the browser state", self.run.public_id, exc_info=True)
         finally:
-            self.keep_trace()  # issue 16
+            self.keep_trace()
             try:
                 self.host.run(self.toolset.close(), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
             except Exception:
                 log.warning("run %s: the browser context did not close cleanly", self.run.public_id, exc_info=True)
 
     def keep_trace(self) -> None:
-        """Issue 16: stop the live view and keep the run's Playwright trace (secrets masked) before the context
+        """Stop the live view and keep the run's Playwright trace (secrets masked) before the context
         closes; neither may cost the run its ending."""
         try:
             if self.live is not None:

@@ -1,4 +1,4 @@
-"""The runs API: launching with every rule of the issue, reading runs, their events and judgments, and sessions."""
+"""The runs API: launching with every launch rule, reading runs, their events and judgments, and sessions."""
 
 import json
 
@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from agent_platform.models import ModelRequest
-from judge.models import Judgment, Outcome, OutcomeEvaluation
 from runs.events import emit
+from runs.judging.models import Judgment, Outcome, OutcomeEvaluation
 from runs.models import Run, Session
 from runs.presets import ITEMS_SCHEMA as SCHEMA
 from tests.factories import make_run, make_session

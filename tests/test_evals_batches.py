@@ -11,7 +11,7 @@ from django.utils import timezone
 from evals import stats
 from evals.models import Batch, BatchConfig, BatchRun
 from evals.services import parse_suite
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Run
 
 pytestmark = pytest.mark.django_db

@@ -56,7 +56,7 @@ def prices(transactional_db):
     without prices every request costs $0 and no cap is ever reached."""
     from django.apps import apps
 
-    importlib.import_module("agent_platform.migrations.0006_i13_prices_2026_11").seed_prices(apps, None)
+    importlib.import_module("agent_platform.migrations.0006_prices_2026_11").seed_prices(apps, None)
 
 
 def launch(workspace, **fields) -> Run:

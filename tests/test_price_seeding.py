@@ -46,7 +46,7 @@ def test_a_row_seeded_before_tiers_is_named_without_the_tier_field():
 
 def test_both_price_migrations_seed_through_it():
     first = importlib.import_module("agent_platform.migrations.0003_seed_claude_prices")
-    lineup = importlib.import_module("agent_platform.migrations.0006_i13_prices_2026_11")
+    lineup = importlib.import_module("agent_platform.migrations.0006_prices_2026_11")
     assert all(price.min_prompt_tokens is None for price in first.PRICES)
     assert {price.min_prompt_tokens for price in lineup.PRICES} == {0, lineup.HAIKU_LONG_PROMPT}
     assert len(first.PRICES) == len(first.PUBLISHED) and len(lineup.PRICES) == len(lineup.PUBLISHED)

@@ -1,4 +1,4 @@
-"""The operator's first ten minutes (issue 16, items 1-9) as the server renders them: keys for the operator's own
+"""The operator's first ten minutes as the server renders them: keys for the operator's own
 workspace, honest states of cancelled and judged runs, turn counts that agree, keys made once, follow-ups that keep
 what was typed and wait for their session, readable sessions, a compact admin, and the small things around."""
 
@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from agent_platform.admin import dollars
 from agent_platform.models import ApiKey, Membership, Price, Workspace
-from judge.models import Judgment
 from runs.events import emit
+from runs.judging.models import Judgment
 from runs.lifecycle import request_cancel, wait_behind_earlier_run
 from runs.models import Run
 from runs.presenters import reply_labels

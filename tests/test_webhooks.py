@@ -184,8 +184,8 @@ def test_charlie_sees_no_acme_endpoint_or_delivery(api, umbrella_api, charlie_cl
 def test_run_judged_becomes_a_delivery_only_for_endpoints_subscribed_to_it(
     acme, umbrella, settings, django_capture_on_commit_callbacks
 ):
-    from judge.models import Judgment
     from runs.events import emit
+    from runs.judging.models import Judgment
 
     settings.WEBHOOK_QUEUE = "webhook-tests-unconsumed"  # this test reads the recorded body; nothing is sent
     judged = Endpoint.objects.create(workspace=acme, url="https://hooks.example.com/a", events=["run.judged"])

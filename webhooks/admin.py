@@ -6,7 +6,7 @@ from .models import Delivery, Endpoint
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(admin.ModelAdmin):
+class EndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ("public_id", "url", "workspace", "active", "created_at")
     list_filter = ("active", "workspace")
     list_select_related = ("workspace",)
@@ -15,7 +15,7 @@ class EndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = ("public_id", "event_type", "endpoint", "status", "attempts", "response_code", "created_at")
     list_filter = ("status", "event_type")
     list_select_related = ("endpoint",)

@@ -140,7 +140,7 @@ def delete_endpoint(request: ApiRequest, endpoint_id: str) -> Status[None]:
     response={200: DeliveryListOut, **ERROR_RESPONSES},
     summary="Deliveries to an endpoint, newest first, with every attempt's response code",
 )
-def list_deliveries(request: ApiRequest, endpoint_id: str, limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:
+def list_deliveries(request: ApiRequest, endpoint_id: str, limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
     endpoint = find_endpoint(request, endpoint_id)
     deliveries = (
         endpoint.deliveries.select_related("endpoint", "resend_of").prefetch_related("attempt_log").all()[:limit]

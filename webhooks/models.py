@@ -29,7 +29,7 @@ class EventType(models.TextChoices):
     BATCH_FINISHED = "batch.finished"
 
 
-class EndpointQuerySet(models.QuerySet):
+class EndpointQuerySet(models.QuerySet["Endpoint"]):
     def for_workspace(self, workspace: Workspace) -> "EndpointQuerySet":
         return self.filter(workspace=workspace)
 

@@ -20,7 +20,8 @@ ERROR_MAX_CHARS = 500
 
 def retry_delay(number: int) -> int:
     """Seconds before attempt number+1: exponential from the base, capped."""
-    return min(settings.WEBHOOK_RETRY_BASE_SECONDS * 2 ** (number - 1), settings.WEBHOOK_RETRY_MAX_SECONDS)
+    delay: int = min(settings.WEBHOOK_RETRY_BASE_SECONDS * 2 ** (number - 1), settings.WEBHOOK_RETRY_MAX_SECONDS)
+    return delay
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 import json
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -61,7 +62,7 @@ def delete_endpoint(endpoint: Endpoint) -> None:
 # --- deliveries ----------------------------------------------------------------------------------------------------
 
 
-def body_of(delivery: Delivery, event_type: str, data: dict) -> str:
+def body_of(delivery: Delivery, event_type: str, data: dict[str, Any]) -> str:
     created_at = rfc3339(delivery.created_at, milliseconds=True)
     envelope = {"id": delivery.public_id, "type": event_type, "created_at": created_at, "data": data}
     return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -77,7 +78,7 @@ def enqueue(delivery: Delivery) -> None:
     transaction.on_commit(send)
 
 
-def record_event(workspace_id: int, event_type: str, data: Callable[[], dict]) -> list[Delivery]:
+def record_event(workspace_id: int, event_type: str, data: Callable[[], dict[str, Any]]) -> list[Delivery]:
     """A delivery of the event to each active endpoint of the workspace subscribed to it, sent once committed.
 
     `data` is called only when some endpoint listens, so events nobody subscribed to cost one query.

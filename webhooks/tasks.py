@@ -6,7 +6,7 @@ from django.conf import settings
 from . import sending
 
 
-@shared_task(name="webhooks.tasks.deliver", bind=True, ignore_result=True, max_retries=None)
+@shared_task(name="webhooks.tasks.deliver", bind=True, ignore_result=True, max_retries=None)  # type: ignore[untyped-decorator]  # celery ships no type information
 def deliver(self: Task, delivery_id: int, number: int = 1) -> None:
     delay = sending.attempt(delivery_id, number)
     if delay is not None:

@@ -123,18 +123,15 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         *,
         context: BrowserContext,
         on_screenshot: Callable[[bytes], Awaitable[str] | str] | None = None,
-        url_policy: Callable[..., Any] | None = None,
         network_guard: NetworkGuard | None = None,
         allow_javascript: bool = False,
         secrets: dict[str, str] | None = None,
     ) -> None:
         configs: dict[str, Any] = {"javascript_exec": {"enabled": bool(allow_javascript)}}
-        policy = url_policy
-        if policy is None and network_guard is not None:
-            policy = network_guard.url_policy
         kwargs: dict[str, Any] = {"configs": configs}
-        if policy is not None:
-            kwargs["url_policy"] = policy
+        if network_guard is not None:
+            # the SDK asks it before each of the model's navigations
+            kwargs["url_policy"] = network_guard.url_policy
         if allow_javascript:
             kwargs["confirm"] = approve
         super().__init__(**kwargs)

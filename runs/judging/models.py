@@ -4,6 +4,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from agent_platform import ids
@@ -94,3 +95,10 @@ class OutcomeEvaluation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} #{self.iteration} {self.result or 'running'}"
+
+
+def latest_judge_verdict() -> Subquery:
+    """The verdict of the run's latest judgment ("pass", "fail", "uncertain"), or NULL for an unjudged run: a subquery
+    over the outer run, so a list annotates it in its one query, with no query per row."""
+    latest = Run.objects.filter(pk=OuterRef("pk")).order_by("-judgments__judged_at", "-judgments__id")
+    return Subquery(latest.values("judgments__verdict")[:1])

@@ -11,6 +11,9 @@ class Migration(migrations.Migration):
 
     initial = True
 
+    # The name it was first applied under: a database that recorded it counts this one as applied.
+    replaces = [("evals", "0001_i17_batches")]
+
     dependencies = [
         ('agent_platform', '0004_modelrequest_ws_day_index'),
         ('judge', '0001_initial'),

@@ -1,17 +1,46 @@
-"""Asking for judgments: after a judged run finishes, and again on an operator's request with edited judge_context."""
+"""Asking for judgments: after a judged run finishes, and again on an operator's request with edited judge_context;
+and what a judge_context may be (the launch, a batch and a re-judge check it alike)."""
 
 import logging
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from agent_platform.errors import Conflict
-from runs.launch import clean_judge_context
+from agent_platform.errors import Conflict, InvalidRequest
 from runs.models import Run
 
 from .tasks import judge_run
 
 log = logging.getLogger(__name__)
+
+JUDGE_CONTEXT_MAX_STATEMENTS = 8
+JUDGE_CONTEXT_MAX_CHARS = 500
+
+
+def clean_judge_context(judge_context: object) -> list[str]:
+    def invalid(field: str, message: str) -> InvalidRequest:
+        return InvalidRequest.of_field(field, message)
+
+    if judge_context is None:
+        return []
+    if not isinstance(judge_context, list):
+        raise invalid("judge_context", "must be a list of statements")
+    if len(judge_context) > JUDGE_CONTEXT_MAX_STATEMENTS:
+        raise invalid(
+            "judge_context", f"has {len(judge_context)} statements; at most {JUDGE_CONTEXT_MAX_STATEMENTS} are allowed"
+        )
+    cleaned = []
+    for index, statement in enumerate(judge_context):
+        field = f"judge_context[{index}]"
+        if not isinstance(statement, str):
+            raise invalid(field, "must be a string")
+        statement = statement.strip()
+        if not statement:
+            raise invalid(field, "must not be empty")
+        if len(statement) > JUDGE_CONTEXT_MAX_CHARS:
+            raise invalid(field, f"is {len(statement)} characters; the limit is {JUDGE_CONTEXT_MAX_CHARS}")
+        cleaned.append(statement)
+    return cleaned
 
 
 def enqueue_judgment(

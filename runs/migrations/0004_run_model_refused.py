@@ -5,8 +5,11 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
+    # The name it was first applied under: a database that recorded it counts this one as applied.
+    replaces = [("runs", "0004_i12b_model_refused")]
+
     dependencies = [
-        ('runs', '0003_i12_run_effort_thinking'),
+        ('runs', '0003_run_effort_thinking'),
     ]
 
     operations = [

@@ -5,6 +5,9 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
+    # The name it was first applied under: a database that recorded it counts this one as applied.
+    replaces = [("runs", "0003_i12_run_effort_thinking")]
+
     dependencies = [
         ('runs', '0002_run_secrets'),
     ]

@@ -1,6 +1,6 @@
 """The judge's endpoints under a run: judge a finished run again, and list its judgments. Mounted on the one API
 (agent_platform/api.py) beside the runs router, at the same paths and under the same tag and operation ids as when
-runs served them: judge builds on runs' API, runs never imports judge."""
+runs served them, so the API document is unchanged by where they live."""
 
 from typing import Any
 

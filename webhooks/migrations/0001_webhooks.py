@@ -11,6 +11,9 @@ class Migration(migrations.Migration):
 
     initial = True
 
+    # The name it was first applied under: a database that recorded it counts this one as applied.
+    replaces = [("webhooks", "0001_i17_webhooks")]
+
     dependencies = [
         ('agent_platform', '0004_modelrequest_ws_day_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

@@ -180,3 +180,21 @@ def acknowledgment_message(evaluation: OutcomeEvaluation) -> str:
         "No further evaluation will run. Do not take more browser actions: call done once more, with output that "
         "acknowledges what is still missing."
     )
+
+
+class OutcomeGrader:
+    """The loop's outcome evaluator (runs.evaluation.OutcomeEvaluator): the rubric's cycles, graded here."""
+
+    def has_outcome(self, run: Run) -> bool:
+        return Outcome.objects.filter(run=run).exists()
+
+    def evaluate(
+        self, run: Run, iteration: int, final_view: dict[str, Any] | None, *, done: dict[str, Any] | None
+    ) -> OutcomeEvaluation:
+        return evaluate(run, iteration, final_view, done=done)
+
+    def revision_message(self, evaluation: OutcomeEvaluation) -> str:
+        return revision_message(evaluation)
+
+    def acknowledgment_message(self, evaluation: OutcomeEvaluation) -> str:
+        return acknowledgment_message(evaluation)

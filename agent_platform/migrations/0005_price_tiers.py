@@ -6,6 +6,9 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
+    # The name it was first applied under: a database that recorded it counts this one as applied.
+    replaces = [("agent_platform", "0005_i13_price_tiers")]
+
     dependencies = [
         ('agent_platform', '0004_modelrequest_ws_day_index'),
     ]

@@ -5,8 +5,11 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
+    # The name it was first applied under: a database that recorded it counts this one as applied.
+    replaces = [("runs", "0005_i13_run_max_cost")]
+
     dependencies = [
-        ('runs', '0004_i12b_model_refused'),
+        ('runs', '0004_run_model_refused'),
     ]
 
     operations = [

@@ -48,6 +48,9 @@ def remove_unused_seeded_prices(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("agent_platform", "0005_i13_price_tiers")]
+    # The name it was first applied under: a database that recorded it counts this one as applied.
+    replaces = [("agent_platform", "0006_i13_prices_2026_11")]
+
+    dependencies = [("agent_platform", "0005_price_tiers")]
 
     operations = [migrations.RunPython(seed_prices, remove_unused_seeded_prices)]
