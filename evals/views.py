@@ -139,8 +139,17 @@ def batch_detail(request: OperatorRequest, batch_id: str) -> HttpResponse:
     rows = []
     for group in report.groups:
         before = report.pass_at_1_before.get((group.task.pk, group.config.pk))
+        scoring = group.stats.scoring
         rows.append(
-            {"group": group, "s": group.stats, "pass_at_k": group.stats.pass_at_k.get(batch.pass_k), "before": before}
+            {
+                "group": group,
+                "s": group.stats,
+                "pass_at_k": group.stats.pass_at_k.get(batch.pass_k),
+                "before": before,
+                # A list, not the dict: a template reads `fields.items` as the key "items" when the expected data
+                # has a field of that name (and keys, values likewise), so field names never meet a dict lookup.
+                "field_rates": list(scoring.fields.items()) if scoring else [],
+            }
         )
     matrix = [{"key": key, "label": CELL_LABELS[key], "count": report.matrix[key]} for key in stats.CELLS]
     return render(
