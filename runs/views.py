@@ -221,7 +221,7 @@ def summary_context(run: Run) -> dict[str, Any]:
     return {
         "run": run,
         "judge_state": presenters.judge_state(run, bool(judgments)),
-        "signal_rows": presenters.signal_rows(run.signals or {}),
+        "signal_rows": presenters.signal_rows(run.signals or {}, run),
         "data_json": json.dumps(run.data, indent=2, ensure_ascii=False) if run.data is not None else "",
         "data_tree": presenters.tree(run.data) if run.data is not None else None,
         "data_tables": presenters.tables(run.data),
@@ -310,7 +310,10 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
         messages.info(request, f"{run.public_id} had already finished.")
     else:
         request_cancel(run)
-        messages.success(request, f"Cancel requested for {run.public_id}; it stops at its next safe point.")
+        # Tagged so the run page drops it once the run has ended (it would read as still pending otherwise).
+        messages.success(
+            request, f"Cancel requested for {run.public_id}; it stops at its next safe point.", extra_tags="finished"
+        )
     return redirect("runs:detail", run.public_id)
 
 
