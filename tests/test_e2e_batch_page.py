@@ -57,17 +57,17 @@ def finish(run: Run) -> None:
     emit(run, "run.finished", {"status": "succeeded", "success": True, "error_code": None, "error_message": None})
 
 
-def open_subscribed(page, url: str) -> None:
-    """Open the page and return once its workspace socket is subscribed, so what follows arrives as a push."""
+def open_subscribed(page, url: str, ready: str = '"subscribed"') -> None:
+    """Open the page and return once its socket said `ready` (subscribed, caught up), so what follows is a push."""
     frames: list[str] = []
     page.on("websocket", lambda socket: socket.on("framereceived", lambda payload: frames.append(str(payload))))
     page.goto(url)
     page.wait_for_function("window.Pilothouse !== undefined")
     for _ in range(600):  # bounded: a socket that never subscribes fails the test, it does not hang it
-        if any('"subscribed"' in frame for frame in frames):
+        if any(ready in frame for frame in frames):
             return
         page.wait_for_timeout(50)
-    raise AssertionError(f"the page's socket never subscribed: {frames}")
+    raise AssertionError(f"the page's socket never said {ready}: {frames}")
 
 
 def test_the_batch_page_follows_its_runs_and_says_the_batch_finished_without_a_reload(
