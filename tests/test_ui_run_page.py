@@ -73,3 +73,14 @@ def test_run_session_and_triage_headers_name_the_workspace(alice_client, acme):
     for path in (f"/runs/{run.public_id}/", f"/sessions/{run.session.public_id}/", "/sessions/", "/triage/"):
         html = alice_client.get(path).content.decode()
         assert f'<span class="ws-name">{acme.name}</span>' in html, path
+
+
+def test_data_with_fields_named_after_dict_methods_renders_every_field(alice_client, acme):
+    data = {"items": [{"name": "kettle"}], "keys": 2, "values": "euros"}
+    run = make_run(acme, status=Run.Status.SUCCEEDED, success=True, data=data)
+    response = alice_client.get(f"/runs/{run.public_id}/summary/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    for key in ("items", "keys", "values"):
+        assert f'<span class="key">{key}</span>' in html
+    assert '<span class="t-string">&quot;euros&quot;</span>' in html
