@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from agent_platform.errors import Conflict, InvalidRequest, ServiceError
 from agent_platform.models import Workspace
-from judge.models import Judgment
-from judge.services import request_rejudge
 from runs.events import pusher, workspace_group
+from runs.judging.models import Judgment
+from runs.judging.services import request_rejudge
 from runs.launch import (
     clean_judge_context,
     clean_max_turns,

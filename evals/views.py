@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import InvalidRequest, ServiceError
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.launch import MAX_TURNS_LIMIT
 
 from . import reports, services, stats

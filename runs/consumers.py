@@ -14,8 +14,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 
 from agent_platform.access import SESSION_KEY
 from agent_platform.models import workspaces_of
+from runs.live import amark_watched, live_group
 
-from .agent.live_view import amark_watched, live_group
 from .events import run_group, workspace_group
 from .models import Event, Run
 

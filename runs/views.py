@@ -25,16 +25,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from agent_platform import llm
 from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import ServiceError
 from agent_platform.models import ModelRequest, Workspace, workspaces_of
 from agent_platform.reports import usage_by
-from demo_site.tasks import demo_tasks as bundled_demo_tasks
+from runs.presets import demo_tasks as bundled_demo_tasks
+from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
+from runs.traces import has_trace, trace_path
 
 from . import presenters
-from .agent import profiles
-from .agent.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
-from .agent.tracing import has_trace, trace_path
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .judging_hooks import latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
@@ -335,8 +335,8 @@ def model_choices() -> tuple[list[dict[str, Any]], str | None]:
     """The active models the launch form offers (with each one's effort levels and thinking modes), or, when the
     Models API cannot be asked, no choices and the reason (the form then takes a model id as text)."""
     try:
-        lineup = profiles.active_models()
-    except profiles.ProfilesUnavailable as error:
+        lineup = llm.active_models()
+    except llm.ProfilesUnavailable as error:
         return [], str(error)
     return [
         {

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Run
 from tests import test_e2e_live_viewer as live_viewer
 from tests.factories import make_run

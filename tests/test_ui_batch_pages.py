@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from evals.models import Batch, BatchRun
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Run
 
 from .factories import make_run
