@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from agent_platform.errors import Conflict, InvalidRequest, ServiceError
 from agent_platform.models import Workspace
+from runs.events import pusher, workspace_group
 from runs.judging.models import Judgment
 from runs.judging.services import clean_judge_context, request_rejudge
 from runs.launch import (
@@ -223,7 +224,8 @@ def fill_slots(batch_pk: int) -> int:
                     item.launch_error = error.message
                 item.save(update_fields=["run", "launched_at", "launch_error"])
                 launched += item.run_id is not None
-        finish_if_done(batch)
+        if not finish_if_done(batch) and launched:
+            transaction.on_commit(lambda: push_batch_changed(batch))
     return launched
 
 
@@ -243,7 +245,16 @@ def finish_if_done(batch: Batch) -> bool:
     batch.finished_at = timezone.now()
     batch.save(update_fields=["status", "finished_at"])
     transaction.on_commit(lambda: announce_finished(batch))
+    transaction.on_commit(lambda: push_batch_changed(batch))
     return True
+
+
+def push_batch_changed(batch: Batch) -> None:
+    """Tell the workspace's live pages (the batch page listens) that the batch launched runs, finished or stopped.
+
+    Its runs' own changes already reach that socket as run.changed; this covers what happens to the batch itself,
+    which its last run's run.finished precedes. Best effort, like every push: a reload reads the database."""
+    pusher.send([(workspace_group(batch.workspace_id), {"type": "batch.changed", "batch_id": batch.public_id})])
 
 
 def announce_finished(batch: Batch) -> None:
@@ -261,6 +272,7 @@ def cancel_batch(batch: Batch) -> Batch:
     if updated:
         for run in Run.objects.filter(batch_item__batch=batch).active():
             request_cancel(run)
+        push_batch_changed(batch)
     batch.refresh_from_db()
     return batch
 

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -21,6 +22,7 @@ from .models import Batch, BatchConfig, Truth
 
 CONFIG_ROWS = 3
 TRIAGE_PAGE = 20
+BATCH_RUNS_PAGE = 50
 CELL_LABELS = {
     stats.SUCCESS_PASS: "success + pass",
     stats.OVERCLAIM: "success + fail (overclaim)",
@@ -139,14 +141,39 @@ def batch_detail(request: OperatorRequest, batch_id: str) -> HttpResponse:
     rows = []
     for group in report.groups:
         before = report.pass_at_1_before.get((group.task.pk, group.config.pk))
+        scoring = group.stats.scoring
         rows.append(
-            {"group": group, "s": group.stats, "pass_at_k": group.stats.pass_at_k.get(batch.pass_k), "before": before}
+            {
+                "group": group,
+                "s": group.stats,
+                "pass_at_k": group.stats.pass_at_k.get(batch.pass_k),
+                "before": before,
+                # A list, not the dict: a template reads `fields.items` as the key "items" when the expected data
+                # has a field of that name (and keys, values likewise), so field names never meet a dict lookup.
+                "field_rates": list(scoring.fields.items()) if scoring else [],
+            }
         )
     matrix = [{"key": key, "label": CELL_LABELS[key], "count": report.matrix[key]} for key in stats.CELLS]
+    latest_verdict = Judgment.objects.filter(run_id=OuterRef("run_id")).order_by("-judged_at", "-id")
+    items = (
+        batch.items.select_related("task", "config", "run")
+        .annotate(judge_verdict=Subquery(latest_verdict.values("verdict")[:1]))
+        .order_by("task__position", "config__position", "repeat")
+    )
     return render(
         request,
         "evals/detail.html",
-        {"workspace": batch.workspace, "batch": batch, "report": report, "rows": rows, "matrix": matrix},
+        {
+            "workspace": batch.workspace,
+            "batch": batch,
+            "report": report,
+            "rows": rows,
+            "matrix": matrix,
+            "run_ids": batch.items.filter(run__isnull=False).values_list("run__public_id", flat=True),
+            "runs_page": Paginator(items, BATCH_RUNS_PAGE).get_page(request.GET.get("runs_page")),
+            # The page re-reads itself when the workspace socket says one of its runs, or the batch, changed.
+            "live_config": {"socket": f"/ws/runs/?workspace={batch.workspace.slug}", "batch_id": batch.public_id},
+        },
     )
 
 

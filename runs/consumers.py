@@ -147,7 +147,8 @@ def _list_workspace(user: AbstractBaseUser, session: Mapping[str, Any] | None, s
 
 
 class RunsListConsumer(SignedInConsumer):
-    """`ws/runs/?workspace=SLUG`: {"type": "run.changed", "run_id": ...} whenever a row of the runs list changes."""
+    """`ws/runs/?workspace=SLUG`: {"type": "run.changed", "run_id": ...} whenever a row of the runs list changes, and
+    {"type": "batch.changed", "batch_id": ...} when a batch launches runs, finishes or is cancelled (its page listens)."""
 
     async def connect(self) -> None:
         self.group: str | None = None
@@ -173,6 +174,9 @@ class RunsListConsumer(SignedInConsumer):
 
     async def run_changed(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "run.changed", "run_id": message["run_id"]})
+
+    async def batch_changed(self, message: dict) -> None:
+        await self.send_json({"type": "batch.changed", "batch_id": message["batch_id"]})
 
 
 # How often a connected live viewer refreshes its presence (well inside runs.live.PRESENCE_TTL_SECONDS), and how

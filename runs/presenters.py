@@ -241,16 +241,43 @@ VERDICT_TURN_WORDS = {
     "cap": "the action budget",
     "failures": "five failures in a row",
     "prose": "a reply without done",
+    "budget": "the cost cap",
+}
+# A run that ended with no verdict turn: what ended it, when it was not the agent (with done, or task_failed).
+ENDED_WITHOUT_VERDICT_TURN: dict[str, str] = {
+    Run.ErrorCode.CANCELLED: "none (the run was cancelled)",
+    Run.ErrorCode.COST_LIMIT: "none (the cost cap stopped the run)",
+    Run.ErrorCode.TIMEOUT: "none (the run timed out)",
+    Run.ErrorCode.MODEL_ERROR: "none (the model failed)",
+    Run.ErrorCode.MODEL_REFUSED: "none (the model declined the task)",
+    Run.ErrorCode.BROWSER_ERROR: "none (the browser failed)",
+    Run.ErrorCode.WORKER_LOST: "none (its worker was lost)",
+    Run.ErrorCode.AGENT_LIMIT: "none (a limit of the run stopped it)",
+    Run.ErrorCode.AGENT_INCOMPLETE: "none (the agent stopped without done)",
 }
 HOT_SIGNALS = ("failures_max", "loop_nudges", "stagnation_nudges")
 
 
-def signal_rows(signals: dict[str, Any]) -> list[dict[str, Any]]:
-    """Signals as labelled rows; `verdict_followed` only means something when a verdict turn happened."""
+def no_verdict_turn_words(run: Run | None) -> str:
+    """`verdict_turn: none` in words: whatever ended the run (a cancel, the cost cap...), not always the agent."""
+    if run is not None and not run.is_finished:
+        return "none so far"
+    if run is not None and run.error_code in ENDED_WITHOUT_VERDICT_TURN:
+        return ENDED_WITHOUT_VERDICT_TURN[run.error_code]
+    if run is not None and run.status == Run.Status.CANCELLED:
+        return ENDED_WITHOUT_VERDICT_TURN[Run.ErrorCode.CANCELLED]
+    return VERDICT_TURN_WORDS["none"]
+
+
+def signal_rows(signals: dict[str, Any], run: Run | None = None) -> list[dict[str, Any]]:
+    """Signals as labelled rows; `verdict_followed` only means something when a verdict turn happened. With the run,
+    "no verdict turn" says what ended it."""
     rows = []
     for key, value in signals.items():
         if key == "verdict_followed" and signals.get("verdict_turn") in (None, "none"):
             shown = "no verdict turn"
+        elif key == "verdict_turn" and value == "none":
+            shown = no_verdict_turn_words(run)
         elif key == "verdict_turn":
             shown = VERDICT_TURN_WORDS.get(str(value), str(value))
         elif value is True:

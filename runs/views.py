@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     ListRun = WithAnnotations[Run, ListRowAnnotations]
 
 PAGE_SIZE = 50
+# The newest batches offered in the runs list's batch filter (an older one is reached from its batch page's link).
+BATCH_CHOICES = 20
 # Event types the timeline draws in their own way; any other type is shown with its raw data.
 KNOWN_TYPES = frozenset(
     {
@@ -112,7 +114,7 @@ def _parse_day(value: str) -> date | None:
 
 def filtered_runs(workspace: Workspace, params: Mapping[str, str]) -> "tuple[QuerySet[ListRun], dict[str, str]]":
     """The workspace's runs narrowed by the list's filters; returns the queryset and the filters in force."""
-    runs = with_judge_verdict(Run.objects.for_workspace(workspace).select_related("session"))
+    runs = with_judge_verdict(Run.objects.for_workspace(workspace).select_related("session", "batch_item__batch"))
     applied: dict[str, str] = {}
     status = params.get("status", "")
     if status in Run.Status.values:
@@ -132,6 +134,17 @@ def filtered_runs(workspace: Workspace, params: Mapping[str, str]) -> "tuple[Que
     if session := params.get("session", "").strip():
         runs = runs.filter(session__public_id=session)
         applied["session"] = session
+    # Batches launch many runs at once: the list can hide them, show only them, or one batch's (evals' BatchRun rows,
+    # read through the relation they declare on Run, as the judge's are).
+    batch = params.get("batch", "").strip()
+    if batch == "none":
+        runs = runs.filter(batch_item__isnull=True)
+    elif batch == "any":
+        runs = runs.filter(batch_item__isnull=False)
+    elif batch:
+        runs = runs.filter(batch_item__batch__public_id=batch)
+    if batch:
+        applied["batch"] = batch
     if (day := _parse_day(params.get("from", ""))) is not None:
         runs = runs.filter(created_at__gte=timezone.make_aware(datetime.combine(day, time.min)))
         applied["from"] = day.isoformat()
@@ -142,6 +155,14 @@ def filtered_runs(workspace: Workspace, params: Mapping[str, str]) -> "tuple[Que
         runs = runs.filter(Q(task__icontains=query) | Q(public_id=query))
         applied["q"] = query
     return runs, applied
+
+
+def batch_choices(workspace: Workspace, chosen: str) -> list[Any]:
+    """The batches the filter offers: the newest, and the chosen one wherever it is (another workspace's: never)."""
+    batches = list(workspace.batches.order_by("-created_at", "-id")[:BATCH_CHOICES])
+    if chosen not in ("", "none", "any") and all(batch.public_id != chosen for batch in batches):
+        batches.extend(workspace.batches.filter(public_id=chosen))
+    return batches
 
 
 @login_required
@@ -159,6 +180,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "applied": applied,
             "filter_query": urlencode(applied),
             "statuses": Run.Status.values,
+            "batches": batch_choices(workspace, applied.get("batch", "")),
             # New runs are prepended live only where they belong: the first page of the unfiltered list.
             "prepend_new": page.number == 1 and not applied,
             "live_config": {
@@ -173,7 +195,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
 def run_row(request: HttpRequest, run_id: str) -> HttpResponse:
     """One row of the runs list, re-rendered when the list's socket says the run changed."""
     workspace = current_workspace(request)
-    run = get_object_or_404(with_judge_verdict(Run.objects.for_workspace(workspace)), public_id=run_id)
+    run = get_object_or_404(
+        with_judge_verdict(Run.objects.for_workspace(workspace).select_related("batch_item__batch")), public_id=run_id
+    )
     return render(request, "runs/_row.html", {"run": run})
 
 
@@ -197,7 +221,7 @@ def summary_context(run: Run) -> dict[str, Any]:
     return {
         "run": run,
         "judge_state": presenters.judge_state(run, bool(judgments)),
-        "signal_rows": presenters.signal_rows(run.signals or {}),
+        "signal_rows": presenters.signal_rows(run.signals or {}, run),
         "data_json": json.dumps(run.data, indent=2, ensure_ascii=False) if run.data is not None else "",
         "data_tree": presenters.tree(run.data) if run.data is not None else None,
         "data_tables": presenters.tables(run.data),
@@ -238,6 +262,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     turns = presenters.turn_budget(run, events)
     context.update(
         {
+            "workspace": run.workspace,
             "timeline": presenters.timeline(events),
             "model_deprecation": next((e.payload for e in events if e.type == MODEL_DEPRECATED_EVENT), None),
             "replay_steps": presenters.replay_steps(events),
@@ -285,7 +310,10 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
         messages.info(request, f"{run.public_id} had already finished.")
     else:
         request_cancel(run)
-        messages.success(request, f"Cancel requested for {run.public_id}; it stops at its next safe point.")
+        # Tagged so the run page drops it once the run has ended (it would read as still pending otherwise).
+        messages.success(
+            request, f"Cancel requested for {run.public_id}; it stops at its next safe point.", extra_tags="finished"
+        )
     return redirect("runs:detail", run.public_id)
 
 
@@ -461,11 +489,12 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = session_for_user(request.user, session_id)
-    runs = with_judge_verdict(session.runs.select_related("session")).order_by("created_at", "id")
+    runs = with_judge_verdict(session.runs.select_related("session", "batch_item__batch")).order_by("created_at", "id")
     return render(
         request,
         "runs/session.html",
         {
+            "workspace": session.workspace,
             "session": session,
             "runs": runs,
             "schema_json": json.dumps(session.output_schema, indent=2) if session.output_schema else "",

@@ -9,6 +9,8 @@ from django.contrib.auth.models import AnonymousUser
 from django.test import Client
 
 from agent_platform.asgi import application
+from evals.models import Batch
+from evals.services import cancel_batch
 from runs.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from runs.events import emit
 from runs.routing import websocket_urlpatterns
@@ -170,3 +172,16 @@ async def test_runs_list_socket_refuses_a_workspace_the_user_is_not_in(charlie, 
     socket = communicator(charlie, "/ws/runs/?workspace=acme")
     await socket.connect()
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
+
+
+async def test_runs_list_socket_tells_its_workspace_a_batch_changed(alice, acme, umbrella):
+    mine = await database_sync_to_async(Batch.objects.create)(workspace=acme, name="mine")
+    theirs = await database_sync_to_async(Batch.objects.create)(workspace=umbrella, name="theirs")
+    socket = communicator(alice, "/ws/runs/?workspace=acme")
+    await socket.connect()
+    assert (await socket.receive_json_from(timeout=5))["type"] == "subscribed"
+    await database_sync_to_async(cancel_batch)(theirs)
+    await database_sync_to_async(cancel_batch)(mine)
+    assert await socket.receive_json_from(timeout=5) == {"type": "batch.changed", "batch_id": mine.public_id}
+    assert await socket.receive_nothing(timeout=0.3)
+    await socket.disconnect()

@@ -24,5 +24,8 @@ def run_rejudge(request: OperatorRequest, run_id: str) -> HttpResponse:
     except ServiceError as error:
         messages.error(request, error.message)
     else:
-        messages.success(request, "A new judgment was requested; it appears here when the judge is done.")
+        # Tagged so the run page drops it once the judgment arrives (it would read as still pending otherwise).
+        messages.success(
+            request, "A new judgment was requested; it appears here when the judge is done.", extra_tags="judged"
+        )
     return redirect(reverse("runs:detail", args=[run.public_id]) + "#judgments")

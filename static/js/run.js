@@ -202,10 +202,55 @@
         body.appendChild(el("pre", "", JSON.stringify(d, null, 2)));
         item.appendChild(body);
     }
+    if (FOLDED[event.type] || !KNOWN[event.type]) fold(item);
     item.dataset.seq = event.seq;
     item.dataset.type = event.type;
     return item;
   }
+
+  // A step with a body (a message, a tool call, its result) folds to its one-line summary, as the server draws it;
+  // steps drawn live follow the page's last collapse-all or expand-all.
+  var FOLDED = { "agent.message": 1, "agent.tool_use": 1, "agent.tool_result": 1 };
+  var KNOWN = {
+    "agent.message": 1,
+    "agent.tool_use": 1,
+    "agent.tool_result": 1,
+    "agent.usage": 1,
+    "context.cleared": 1,
+    "context.compacted": 1,
+    "run.started": 1,
+    "agent.final_view": 1,
+    "run.finished": 1,
+    "run.waiting": 1,
+    "run.judged": 1,
+    "span.outcome_evaluation_start": 1,
+    "span.outcome_evaluation_end": 1,
+  };
+  var foldOpen = true;
+  function fold(item) {
+    var row = item.querySelector(".ev-meta");
+    var body = item.querySelector(".ev-body");
+    if (!row || !body) return;
+    var details = el("details", "ev-fold");
+    details.open = foldOpen;
+    var summary = el("summary", "ev-meta");
+    while (row.firstChild) summary.appendChild(row.firstChild);
+    details.appendChild(summary);
+    details.appendChild(body);
+    row.replaceWith(details);
+  }
+  function foldAll(open) {
+    foldOpen = open;
+    timeline.querySelectorAll("details.ev-fold").forEach(function (details) {
+      details.open = open;
+    });
+  }
+  document.getElementById("timeline-collapse").addEventListener("click", function () {
+    foldAll(false);
+  });
+  document.getElementById("timeline-expand").addEventListener("click", function () {
+    foldAll(true);
+  });
 
   function setText(id, value) {
     var node = document.getElementById(id);
@@ -312,12 +357,23 @@
     showJudge(data.judgeState);
     if (data.finished === "true") {
       finished = true;
+      dismissNotices("finished");
       if (data.duration !== "") setText("run-duration", data.duration + "s");
       var cancel = document.getElementById("cancel-form");
       if (cancel) cancel.remove();
       setText("live-state", "finished");
     }
   }
+
+  // A notice that waits on something ("Cancel requested…", "A new judgment was requested…") goes once it happened.
+  function dismissNotices(until) {
+    document.querySelectorAll('.messages [data-until~="' + until + '"]').forEach(function (notice) {
+      var list = notice.parentNode;
+      notice.remove();
+      if (!list.children.length) list.remove();
+    });
+  }
+  if (config.finished) dismissNotices("finished");
 
   var JUDGE_PILLS = {
     judged: ["v-pass", "judged", "The judge has read this run"],
@@ -419,6 +475,7 @@
       setStatus("running");
       if (isNaN(startedAt)) startedAt = Date.parse(event.processed_at);
     }
+    if (event.type === "run.judged") dismissNotices("judged");
     if (SUMMARY_TYPES[event.type]) refreshSummary();
     document.dispatchEvent(new CustomEvent("pilothouse:event", { detail: event }));
   }
