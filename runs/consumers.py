@@ -175,7 +175,7 @@ class RunsListConsumer(SignedInConsumer):
     async def run_changed(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "run.changed", "run_id": message["run_id"]})
 
-    async def batch_changed(self, message: dict) -> None:
+    async def batch_changed(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "batch.changed", "batch_id": message["batch_id"]})
 
 
