@@ -226,10 +226,20 @@ def test_start_url_of_the_demo_root_leads_to_the_shop_page():
     assert conversation.next_call()["input"] == {"url": "http://localhost:9000/demo/shop/"}
 
 
-def test_without_a_start_url_the_default_demo_address_is_used():
+def test_without_a_start_url_the_demo_sites_configured_address_is_used(settings):
+    settings.DEMO_BASE_URL = "http://127.0.0.1:8301/"
     conversation = Conversation("List the products on the first page of the demo shop.")
 
-    assert conversation.next_call()["input"] == {"url": "http://127.0.0.1:8001/demo/shop/"}
+    assert conversation.next_call()["input"] == {"url": "http://127.0.0.1:8301/demo/shop/"}
+
+
+def test_the_demo_address_given_to_the_model_wins_over_the_setting(settings):
+    settings.DEMO_BASE_URL = "http://127.0.0.1:8301/"
+    model = ScriptedDemoModel("http://demo.example.com:9000")
+    conversation = Conversation("Send the demo shop a message through its contact form.")
+    conversation.model = model
+
+    assert conversation.next_call()["input"] == {"url": "http://demo.example.com:9000/demo/contact/"}
 
 
 def test_contact_task_fills_every_field_by_its_ref_sends_and_confirms():

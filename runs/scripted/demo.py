@@ -17,6 +17,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from django.conf import settings
+
 from agent_platform.lib.text import content_text
 
 from .wire import Reply, WireServer, json_reply, text_reply, thinking_block, thinking_shown, tool_use_reply
@@ -26,7 +28,6 @@ GRADER_TOOL = "record_evaluation"
 DONE_TOOL = "done"
 BROWSER_TOOLSET = "browser"
 
-DEFAULT_DEMO_ROOT = "http://127.0.0.1:8001/demo/"
 UNKNOWN_TASK_OUTPUT = "The scripted demo model only knows the bundled demo tasks; set ANTHROPIC_API_KEY to use Claude."
 
 # What the scripted agent writes into the demo contact form.
@@ -95,21 +96,29 @@ def first_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def start_url(task_text: str, fallback_text: str = "") -> str:
+def demo_root_of(base_url: str) -> str:
+    """The demo site's root (`…/demo/`) on the demo site's configured address (DEMO_BASE_URL)."""
+    return urljoin(base_url if base_url.endswith("/") else f"{base_url}/", "demo/")
+
+
+def start_url(task_text: str, fallback_text: str = "", default_root: str = "") -> str:
+    """The run's start URL as the task states it; a run without one (a follow-up) starts at the demo shop."""
     for text in (task_text, fallback_text):
         match = START_URL_LINE.search(text)
         if match:
             return match.group(1)
     match = ANY_URL.search(task_text)
-    return match.group(0) if match else urljoin(DEFAULT_DEMO_ROOT, "shop/")
+    return match.group(0) if match else urljoin(default_root, "shop/")
 
 
-def demo_root(url: str) -> str:
-    """The demo site's root (`…/demo/`) on the host the run started from."""
+def demo_root(url: str, default_root: str) -> str:
+    """The demo site's root (`…/demo/`) on the host the run started from, else the configured one's."""
     parts = urlsplit(url)
+    if not parts.netloc:
+        return default_root
     path = parts.path
     root_path = path[: path.index("/demo/") + len("/demo/")] if "/demo/" in path else "/demo/"
-    return f"{parts.scheme or 'http'}://{parts.netloc or '127.0.0.1:8001'}{root_path}"
+    return f"{parts.scheme or 'http'}://{parts.netloc}{root_path}"
 
 
 def tool_named(request: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -308,7 +317,14 @@ def thinking_instead_of_text(request: dict[str, Any], reply: Reply) -> Reply:
 
 
 class ScriptedDemoModel:
-    """The responder of the scripted model server: `ScriptedDemoModel()(request_body) -> message body`."""
+    """The responder of the scripted model server: `ScriptedDemoModel()(request_body) -> message body`.
+
+    `demo_base_url` is the demo site's address (DEMO_BASE_URL by default): where a run that names no start URL,
+    such as a follow-up run of a session, goes.
+    """
+
+    def __init__(self, demo_base_url: str | None = None) -> None:
+        self.demo_root = demo_root_of(demo_base_url or settings.DEMO_BASE_URL)
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         kind = evaluation_kind(request)
@@ -338,7 +354,7 @@ class ScriptedDemoModel:
         messages = request.get("messages") or []
         task = first_user_text(messages)
         system = request.get("system")
-        url = start_url(task, content_text(system))
+        url = start_url(task, content_text(system), self.demo_root)
         steps = conversation_steps(messages)
         if steps and steps[-1].is_error:
             failed = steps[-1]
@@ -354,7 +370,7 @@ class ScriptedDemoModel:
         return done(request, False, UNKNOWN_TASK_OUTPUT)
 
     def shop_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
-        shop_url = url if "/shop" in url else urljoin(demo_root(url), "shop/")
+        shop_url = url if "/shop" in url else urljoin(demo_root(url, self.demo_root), "shop/")
         last = steps[-1].name if steps else None
         if last is None:
             return browser("navigate", {"url": shop_url}, "I'll open the demo shop.")
@@ -375,7 +391,7 @@ class ScriptedDemoModel:
         return done(request, True, output, {"items": items}, say=say)
 
     def contact_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
-        contact_url = url if "/contact" in url else urljoin(demo_root(url), "contact/")
+        contact_url = url if "/contact" in url else urljoin(demo_root(url, self.demo_root), "contact/")
         last = steps[-1].name if steps else None
         if last is None:
             return browser("navigate", {"url": contact_url}, "I'll open the contact form.")
@@ -484,6 +500,6 @@ class ScriptedDemoModel:
         return evaluation
 
 
-def scripted_model_server(host: str = "127.0.0.1", port: int = 0) -> WireServer:
+def scripted_model_server(host: str = "127.0.0.1", port: int = 0, demo_base_url: str | None = None) -> WireServer:
     """A wire server answering with the scripted demo model; `.start()` it, or use it as a context manager."""
-    return WireServer(ScriptedDemoModel(), host=host, port=port)
+    return WireServer(ScriptedDemoModel(demo_base_url), host=host, port=port)
