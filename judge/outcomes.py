@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from agent_platform import ids
 from agent_platform.lib.timestamps import rfc3339
+from runs.agent import spending
 from runs.agent.model import ModelUnavailable
 from runs.events import emit
 from runs.lifecycle import cancel_requested
@@ -116,11 +117,18 @@ def evaluate(
     else:
         try:
             reading = ask_for_answer(
-                run, grader_request(run, outcome, iteration, final_view, done), prompts.GRADER_TOOL, parse_evaluation
+                run,
+                grader_request(run, outcome, iteration, final_view, done),
+                prompts.GRADER_TOOL,
+                parse_evaluation,
+                asker="grader",
             )
             answer, problem, replies = reading.answer, reading.problem, reading.replies
         except ModelUnavailable as error:
             answer, problem = None, f"the grader model was unavailable: {error}"
+        except spending.CostCapReached as error:
+            refusal = str(error).rstrip(".")
+            answer, problem = None, refusal[:1].lower() + refusal[1:]
         if cancel_requested(run):
             result, explanation = Result.INTERRUPTED, "The operator interrupted the run while it was being evaluated."
         elif answer is None:
