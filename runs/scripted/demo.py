@@ -46,6 +46,12 @@ SNAPSHOT_REF = re.compile(r"\[(?:ref=(?P<plain>[\w-]+)|(?P<prefixed>ref_[\w-]+))
 ITERATION = re.compile(r"Iteration:?\s*(\d+)", re.IGNORECASE)
 VERDICT_SUCCESS_LINE = re.compile(r"^success:\s*(true|false|null)\s*$", re.MULTILINE | re.IGNORECASE)
 SUCCESS_JSON = re.compile(r"\"success\"\s*:\s*(true|false)", re.IGNORECASE)
+# The sections of the judge's prompt (judge.judging.judge_request) the scripted judge reads.
+JUDGE_CONTEXT_SECTION = "Judge context (weigh these before everything else)"
+VERDICT_SECTION = "The agent's verdict"
+FINAL_PAGE_SECTION = "The final page as the agent last saw it"
+SECTION_HEADING = re.compile(r"^# (?P<title>.+)$", re.MULTILINE)
+QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 
 # --- reading the conversation ----------------------------------------------------------------------------
@@ -119,6 +125,30 @@ def demo_root(url: str, default_root: str) -> str:
     path = parts.path
     root_path = path[: path.index("/demo/") + len("/demo/")] if "/demo/" in path else "/demo/"
     return f"{parts.scheme or 'http'}://{parts.netloc}{root_path}"
+
+
+def sections(text: str) -> dict[str, str]:
+    """The `# Heading` sections of a judge's or grader's prompt, by heading."""
+    headings = list(SECTION_HEADING.finditer(text))
+    return {
+        heading.group("title").strip(): text[heading.end() : following.start() if following else len(text)].strip()
+        for heading, following in zip(headings, [*headings[1:], None], strict=True)
+    }
+
+
+def judge_statements(section: str) -> list[str]:
+    """The judge_context statements as the judge's prompt lists them (`- statement`, `(none)` when there are none)."""
+    statements: list[str] = []
+    for line in section.splitlines():
+        if line.startswith("- "):
+            statements.append(line[2:].strip())
+        elif statements and line.strip():
+            statements[-1] = f"{statements[-1]} {line.strip()}"  # a statement written over several lines
+    return [statement for statement in statements if statement]
+
+
+def quoted_phrases(statement: str) -> list[str]:
+    return [straight or curly for straight, curly in QUOTED.findall(statement)]
 
 
 def tool_named(request: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -470,7 +500,9 @@ class ScriptedDemoModel:
 
     def judgment(self, request: dict[str, Any]) -> dict[str, Any]:
         text = request_text(request)
-        line = VERDICT_SUCCESS_LINE.search(text)
+        parts = sections(text)
+        verdict_section = parts.get(VERDICT_SECTION, text)
+        line = VERDICT_SUCCESS_LINE.search(verdict_section)
         claimed = line.group(1).lower() if line else None
         if claimed is None:
             found = SUCCESS_JSON.findall(text)
@@ -484,7 +516,28 @@ class ScriptedDemoModel:
             judgment = {"verdict": "fail", "reason": "The agent itself reported that it did not accomplish the task."}
         else:
             judgment = {"verdict": "uncertain", "reason": "The run ended without a verdict from the agent to check."}
-        return {**judgment, "blocked": False, "impossible": False}
+        return {**self.weigh_judge_context(judgment, claimed, parts), "blocked": False, "impossible": False}
+
+    def weigh_judge_context(
+        self, judgment: dict[str, str], claimed: str | None, parts: dict[str, str]
+    ) -> dict[str, str]:
+        """The operator's judge_context, weighed first as the judge is told to: a phrase a statement quotes must be in
+        the agent's output or on the final page, else a claimed success fails; every statement is named in the
+        reason, so what the judge was given shows in what it answered."""
+        statements = judge_statements(parts.get(JUDGE_CONTEXT_SECTION, ""))
+        if not statements:
+            return judgment
+        evidence = "\n".join(parts.get(title, "") for title in (VERDICT_SECTION, FINAL_PAGE_SECTION))
+        for statement in statements:
+            missing = [phrase for phrase in quoted_phrases(statement) if phrase.lower() not in evidence.lower()]
+            if claimed == "true" and missing:
+                return {
+                    "verdict": "fail",
+                    "reason": f"The agent reported success, but the judge context says “{statement}”, and neither its "
+                    f"output nor the final page shows “{missing[0]}”.",
+                }
+        weighed = "; ".join(f"“{statement}”" for statement in statements)
+        return {**judgment, "reason": f"{judgment['reason']} Judge context weighed first: {weighed}."}
 
     def evaluation(self, request: dict[str, Any]) -> dict[str, Any]:
         match = ITERATION.search(request_text(request))
