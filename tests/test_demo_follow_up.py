@@ -10,11 +10,13 @@ import sys
 import threading
 import wsgiref.simple_server
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_platform.models import ModelRequest
 from demo_site import server as demo_server
 from demo_site.views import PRODUCTS
 from runs.models import Run
@@ -93,8 +95,14 @@ def demo_worker(
 
 
 def test_a_follow_up_run_on_a_non_default_demo_port_reaches_the_demo_shop(acme, demo_base_url, demo_worker):
+    # A cap no real request fits under: the scripted model's requests bill nothing, so it never applies to them.
     first = enqueue(
-        make_run(acme, task="List the products on the first page of the demo shop.", start_url=f"{demo_base_url}demo/"),
+        make_run(
+            acme,
+            task="List the products on the first page of the demo shop.",
+            start_url=f"{demo_base_url}demo/",
+            max_cost_usd=Decimal("0.0001"),
+        ),
         queue=QUEUE,
     )
     first = finished(first)
@@ -112,3 +120,7 @@ def test_a_follow_up_run_on_a_non_default_demo_port_reaches_the_demo_shop(acme, 
     assert navigations[0] == {"url": f"{demo_base_url}demo/shop/"}
     assert events(follow_up, "network.blocked") == []
     assert all(product.name in follow_up.output for product in PRODUCTS[:4])
+    requests = ModelRequest.objects.filter(run__in=[first, follow_up])
+    assert requests.count() == first.usage_requests + follow_up.usage_requests > 0
+    assert set(requests.values_list("scripted", "cost_usd", "unpriced")) == {(True, Decimal(0), False)}
+    assert (first.cost_usd, follow_up.cost_usd) == (Decimal(0), Decimal(0))

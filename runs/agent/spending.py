@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -41,7 +42,10 @@ class Headroom:
 
 def headroom(run: Run, now: datetime | None = None) -> Headroom:
     """What `run` may still spend: the lesser of its own cap's rest and the workspace's monthly cap's rest, read
-    from the database (the run's totals are updated as each request is recorded)."""
+    from the database (the run's totals are updated as each request is recorded). No cap applies to a process whose
+    model is the scripted demo model, and its requests never count toward the workspace's month."""
+    if settings.SCRIPTED_MODEL:
+        return Headroom(None)  # the scripted demo model bills nothing, so no cap can be crossed
     now = now or timezone.now()
     spent, cap = Run.objects.filter(pk=run.pk).values_list("cost_usd", "max_cost_usd").get()
     options: list[Headroom] = []
@@ -51,9 +55,9 @@ def headroom(run: Run, now: datetime | None = None) -> Headroom:
     if monthly is not None:
         # The calendar month in UTC, as billing reports it.
         start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        month_spent = ModelRequest.objects.filter(workspace_id=run.workspace_id, created_at__gte=start).aggregate(
-            total=Sum("cost_usd")
-        )["total"] or Decimal(0)
+        month_spent = ModelRequest.objects.real().filter(
+            workspace_id=run.workspace_id, created_at__gte=start
+        ).aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
         options.append(Headroom(monthly - month_spent, "monthly", monthly, month_spent))
     if not options:
         return Headroom(None)
