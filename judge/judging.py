@@ -13,11 +13,12 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from agent_platform.lib.text import IMAGE_PLACEHOLDER, content_text, json_text
-from runs.agent import spending
-from runs.agent.model import ModelUnavailable, create_message, model_profile
+from agent_platform.llm import ModelUnavailable, model_profile
 from runs.events import emit
 from runs.models import Event, Run
 from runs.screenshots import read_screenshot
+from runs.usage import create_message
+from runtime import spending
 
 from . import prompts
 from .models import Judgment

@@ -17,7 +17,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from runs.events import emit as emit_here
 from runs.models import Run
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.conftest import REPO, wait_for, worker_environment
 from tests.factories import make_run, make_session

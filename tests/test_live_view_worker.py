@@ -10,7 +10,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.cache import cache
 
-from runs.agent.live_view import LiveView, live_group, mark_watched, presence_key
+from runs.live import live_group, mark_watched, presence_key
+from runtime.browser.live_view import LiveView
 from tests.conftest import wait_for
 from tests.test_browser_driver import call, host, make_toolset  # noqa: F401  (host is the module's browser fixture)
 

@@ -12,11 +12,12 @@ import anthropic
 import pytest
 from anthropic.tools.browser import BetaToolsetCallContext
 
-from demo_site.tasks import ITEMS_SCHEMA
 from demo_site.views import PRODUCTS
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
-from runs.agent.network_guard import NetworkGuard
-from runs.scripted.demo import (
+from runs.presets import ITEMS_SCHEMA
+from runtime.browser.host import BrowserHost
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.toolset import PlaywrightBrowserToolset
+from scripted_api.demo import (
     DONE_TOOL,
     JUDGE_TOOL,
     UNKNOWN_TASK_OUTPUT,
@@ -409,7 +410,7 @@ def test_a_judge_context_the_output_satisfies_passes():
 
 def test_the_judge_reads_the_judge_context_the_judge_sends(acme):
     """The statements as judge.judging builds the real judge's request, not a hand-written prompt."""
-    from judge.judging import judge_request as real_judge_request
+    from runs.judging.judging import judge_request as real_judge_request
     from tests.judge_support import finished_run
 
     run = finished_run(acme, judge=False, judge_context=['The output names the "Mixer" and its price.'])

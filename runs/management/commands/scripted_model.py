@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from runs.scripted.demo import scripted_model_server
+from scripted_api.demo import scripted_model_server
 
 
 class Command(BaseCommand):
