@@ -131,7 +131,7 @@ class ModelRequestAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic 
         "cost_usd",
         "priced",
     ]
-    list_filter = ["workspace", "model", "source", "speed", "unpriced"]
+    list_filter = ["workspace", "model", "source", "speed", "unpriced", "scripted"]
     list_select_related = ["workspace", "run"]
     raw_id_fields = ["workspace", "run", "price"]
     search_fields = ["run__public_id", "model"]
@@ -154,6 +154,11 @@ class ModelRequestAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic 
 
     @admin.display(description="price", ordering="unpriced")
     def priced(self, obj: ModelRequest) -> str:
+        if obj.scripted:
+            return format_html(
+                '<span title="{}">scripted</span>',
+                "Answered by the scripted demo model: billed at zero, not real spend.",
+            )
         if obj.unpriced:
             return format_html(
                 '<strong style="color:#ba2121" title="{}">UNPRICED</strong>',
@@ -166,7 +171,9 @@ class ModelRequestAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic 
         context = response.context_data if isinstance(response, SimpleTemplateResponse) else None
         # One aggregate over the filtered queryset (not the page): the totals follow every filter and search.
         if context is not None and "cl" in context:
-            context["usage_totals"] = usage_totals(context["cl"].queryset)
+            # Real spend; the scripted demo model's requests (billed $0) are totalled on a line of their own.
+            context["usage_totals"] = usage_totals(context["cl"].queryset.filter(scripted=False))
+            context["scripted_totals"] = usage_totals(context["cl"].queryset.filter(scripted=True))
             context["billing_url"] = reverse("admin:agent_platform_billing")
         return response
 

@@ -67,19 +67,27 @@ def parse_filters(request: HttpRequest, workspaces: list[Workspace]) -> BillingF
 
 
 class BillingReport(TypedDict):
-    """The numbers the view shows and the CSV exports: totals, per workspace per month, per workspace per day."""
+    """The numbers the view shows and the CSV exports: totals, per workspace per month, per workspace per day, of
+    real spend; and the same of the scripted demo model's requests (billed $0), never mixed into real spend."""
 
     totals: dict[str, Any]
     by_month: list[dict[str, Any]]
     by_day: list[dict[str, Any]]
+    scripted_totals: dict[str, Any]
+    scripted_by_month: list[dict[str, Any]]
+    scripted_by_day: list[dict[str, Any]]
 
 
 def billing_report(queryset: QuerySet[ModelRequest], split: str) -> BillingReport:
     extra = [split] if split else []
+    real, scripted = queryset.filter(scripted=False), queryset.filter(scripted=True)
     return BillingReport(
-        totals=usage_totals(queryset),
-        by_month=usage_by(queryset, ["workspace", "month", *extra], newest_first=True),
-        by_day=usage_by(queryset, ["workspace", "day", *extra], newest_first=True),
+        totals=usage_totals(real),
+        by_month=usage_by(real, ["workspace", "month", *extra], newest_first=True),
+        by_day=usage_by(real, ["workspace", "day", *extra], newest_first=True),
+        scripted_totals=usage_totals(scripted),
+        scripted_by_month=usage_by(scripted, ["workspace", "month", *extra], newest_first=True),
+        scripted_by_day=usage_by(scripted, ["workspace", "day", *extra], newest_first=True),
     )
 
 
@@ -95,8 +103,16 @@ def billing_csv(report: BillingReport, filters: BillingFilters) -> HttpResponse:
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     writer = csv.writer(response)
     split_columns = [filters.split] if filters.split else []
-    writer.writerow(["period", "date", "workspace", *split_columns, *METRICS])
-    for period, rows, fmt in (("month", report["by_month"], "%Y-%m"), ("day", report["by_day"], "%Y-%m-%d")):
+    # The scripted demo model's rows follow the real ones, marked in a last column so no sum mixes them.
+    writer.writerow(["period", "date", "workspace", *split_columns, *METRICS, "scripted"])
+    sections = (
+        ("month", "by_month", "%Y-%m", False),
+        ("day", "by_day", "%Y-%m-%d", False),
+        ("month", "scripted_by_month", "%Y-%m", True),
+        ("day", "scripted_by_day", "%Y-%m-%d", True),
+    )
+    for period, key, fmt, scripted in sections:
+        rows: list[dict[str, Any]] = report[key]  # type: ignore[literal-required]
         for row in rows:
             writer.writerow(
                 [
@@ -105,6 +121,7 @@ def billing_csv(report: BillingReport, filters: BillingFilters) -> HttpResponse:
                     csv_safe(row["workspace_slug"]),
                     *(csv_safe(row[column]) for column in split_columns),
                     *(row[metric] for metric in METRICS),
+                    "true" if scripted else "false",
                 ]
             )
     return response
@@ -129,6 +146,13 @@ def billing_view(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
         "opts": ModelRequest._meta,
         "report": report,
         "sections": [("By month", "month", report["by_month"]), ("By day", "day", report["by_day"])],
+        # Shown only when the scripted demo model answered any request of the filter: apart from real spend.
+        "scripted_sections": [
+            ("Scripted by month", "month", report["scripted_by_month"]),
+            ("Scripted by day", "day", report["scripted_by_day"]),
+        ]
+        if report["scripted_totals"]["requests"]
+        else [],
         "filters": filters,
         "workspaces": workspaces,
         "months": list(months),

@@ -198,6 +198,13 @@ class ModelRequestQuerySet(models.QuerySet["ModelRequest"]):
     def for_workspace(self, workspace: Workspace) -> "ModelRequestQuerySet":
         return self.filter(workspace=workspace)
 
+    def real(self) -> "ModelRequestQuerySet":
+        """The requests the Anthropic API answered: real spend, without the scripted demo model's."""
+        return self.filter(scripted=False)
+
+    def scripted(self) -> "ModelRequestQuerySet":
+        return self.filter(scripted=True)
+
 
 class ModelRequest(models.Model):
     """One Messages API call and what it cost, priced when it was made so later price edits never rewrite it."""
@@ -221,6 +228,9 @@ class ModelRequest(models.Model):
     price = models.ForeignKey(Price, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     # True when no price was in force for the model: billed at zero and shown in the admin, never hidden.
     unpriced = models.BooleanField(default=False)
+    # True when the scripted demo model answered (SCRIPTED_MODEL): billed at zero, never counted toward a cost cap,
+    # and reported apart from real spend.
+    scripted = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     objects = ModelRequestQuerySet.as_manager()

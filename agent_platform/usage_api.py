@@ -4,6 +4,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal
 
+from django.db.models import QuerySet
 from ninja import Field, Query, Router, Schema
 
 from .api import ERROR_RESPONSES, ApiRequest, utc_instant
@@ -33,10 +34,18 @@ class UsageGroup(UsageTotals):
     key: str = Field(description="The day (YYYY-MM-DD, in the server's time zone), the model or the source.")
 
 
-class UsageReportOut(Schema):
-    group_by: str
+class ScriptedUsageOut(Schema):
     totals: UsageTotals
     groups: list[UsageGroup]
+
+
+class UsageReportOut(Schema):
+    group_by: str
+    totals: UsageTotals = Field(description="Real spend: the requests the Anthropic API answered.")
+    groups: list[UsageGroup]
+    scripted: ScriptedUsageOut = Field(
+        description="The scripted demo model's requests (a key-less `make run`), apart from real spend: billed $0."
+    )
 
 
 def dollars(amount: Decimal) -> str:
@@ -64,7 +73,12 @@ def usage(request: ApiRequest, filters: Query[UsageFilters]) -> dict[str, Any]:
         requests = requests.filter(created_at__gte=start)
     if end := utc_instant(filters.to, "to"):
         requests = requests.filter(created_at__lt=end)
-    # The same aggregation as the admin's billing views and the UI's usage page.
-    rows = usage_by(requests, filters.group_by)
-    groups = [{"key": str(row[filters.group_by]), **usage_row(row)} for row in rows]
-    return {"group_by": filters.group_by, "totals": usage_row(total_of(rows)), "groups": groups}
+    # The same aggregation as the admin's billing views and the UI's usage page; scripted requests on a line apart.
+    real, scripted = (report(queryset, filters.group_by) for queryset in (requests.real(), requests.scripted()))
+    return {"group_by": filters.group_by, **real, "scripted": scripted}
+
+
+def report(requests: QuerySet[ModelRequest], group_by: str) -> dict[str, Any]:
+    rows = usage_by(requests, group_by)
+    groups = [{"key": str(row[group_by]), **usage_row(row)} for row in rows]
+    return {"totals": usage_row(total_of(rows)), "groups": groups}

@@ -144,7 +144,9 @@ def usage(request: OperatorRequest) -> HttpResponse:
     span = span if span in USAGE_DAYS_CHOICES else USAGE_DAYS_DEFAULT
     today = timezone.localdate()
     first = today - timedelta(days=span - 1)
-    requests = ModelRequest.objects.for_workspace(workspace).filter(created_at__date__gte=first)
+    in_span = ModelRequest.objects.for_workspace(workspace).filter(created_at__date__gte=first)
+    # Real spend only; the scripted demo model's requests (billed $0) are shown on a table of their own.
+    requests, scripted = in_span.real(), in_span.scripted()
     days = [first + timedelta(days=offset) for offset in range(span)]
     return render(
         request,
@@ -159,5 +161,7 @@ def usage(request: OperatorRequest) -> HttpResponse:
             "by_day": usage_by(requests, "day", newest_first=True),
             "chart": cost_chart(days, usage_by(requests, ("day", "source"))),
             "sources": SOURCES,
+            "scripted_totals": usage_totals(scripted),
+            "scripted_by_source": usage_by(scripted, "source"),
         },
     )

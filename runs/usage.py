@@ -6,15 +6,17 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import anthropic
 from anthropic.types.beta import BetaMessage
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agent_platform.billing import charge
+from agent_platform.billing import Charge, charge
 from agent_platform.llm import ModelUnavailable, client, describe
 from agent_platform.models import ModelRequest
 
@@ -75,7 +77,11 @@ def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict[str, Any], d
     }
     cache_creation = usage.get("cache_creation") if isinstance(usage, dict) else getattr(usage, "cache_creation", None)
     one_hour = _tokens(cache_creation, "ephemeral_1h_input_tokens") if cache_creation else 0
-    billed = charge(model, speed, now, one_hour_cache_write=one_hour, **tokens)
+    # The client's configuration says who answers: the scripted demo model's requests cost nothing and say so.
+    scripted = settings.SCRIPTED_MODEL
+    billed = (
+        Charge(None, Decimal(0)) if scripted else charge(model, speed, now, one_hour_cache_write=one_hour, **tokens)
+    )
     price, cost = billed.price, billed.cost_usd
     request = ModelRequest(
         workspace_id=run.workspace_id,
@@ -85,7 +91,8 @@ def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict[str, Any], d
         speed=speed,
         cost_usd=cost,
         price=price,
-        unpriced=price is None,
+        unpriced=price is None and not scripted,
+        scripted=scripted,
         created_at=now,
         **tokens,
     )
@@ -103,7 +110,8 @@ def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict[str, Any], d
         "speed": speed,
         **tokens,
         "cost_usd": str(cost),
-        "unpriced": price is None,
+        "unpriced": price is None and not scripted,
+        "scripted": scripted,
     }
     return request, totals, event
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
+from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
 from agent_platform.billing import charge
 from agent_platform.models import ModelRequest, Workspace
 from runs.models import Run
+
+from . import context
 
 # Until a request has told us its output, one is assumed to write this many tokens.
 ASSUMED_OUTPUT_TOKENS = 1_000
@@ -38,7 +42,10 @@ class Headroom:
 
 def headroom(run: Run, now: datetime | None = None) -> Headroom:
     """What `run` may still spend: the lesser of its own cap's rest and the workspace's monthly cap's rest, read
-    from the database (the run's totals are updated as each request is recorded)."""
+    from the database (the run's totals are updated as each request is recorded). No cap applies to a process whose
+    model is the scripted demo model, and its requests never count toward the workspace's month."""
+    if settings.SCRIPTED_MODEL:
+        return Headroom(None)  # the scripted demo model bills nothing, so no cap can be crossed
     now = now or timezone.now()
     spent, cap = Run.objects.filter(pk=run.pk).values_list("cost_usd", "max_cost_usd").get()
     options: list[Headroom] = []
@@ -48,9 +55,9 @@ def headroom(run: Run, now: datetime | None = None) -> Headroom:
     if monthly is not None:
         # The calendar month in UTC, as billing reports it.
         start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        month_spent = ModelRequest.objects.filter(workspace_id=run.workspace_id, created_at__gte=start).aggregate(
-            total=Sum("cost_usd")
-        )["total"] or Decimal(0)
+        month_spent = ModelRequest.objects.real().filter(
+            workspace_id=run.workspace_id, created_at__gte=start
+        ).aggregate(total=Sum("cost_usd"))["total"] or Decimal(0)
         options.append(Headroom(monthly - month_spent, "monthly", monthly, month_spent))
     if not options:
         return Headroom(None)
@@ -103,3 +110,26 @@ def estimate(
         cache_creation_input_tokens=prompt - cached,
     )
     return billed.cost_usd
+
+
+class CostCapReached(Exception):
+    """A request of the run was not sent: its estimate would cross the run's or the workspace's cost cap. The message
+    says which request, about how much, and which cap."""
+
+
+def request_estimate(params: dict[str, Any]) -> Decimal:
+    """A stand-alone request's cost (the judge's, the grader's): its prompt sized as the agent's first request is
+    (system, messages, tools and output schema), with as much output as `estimate` assumes of a first request."""
+    prompt = {name: params[name] for name in ("system", "messages", "tools", "output_config") if name in params}
+    return estimate(params["model"], estimated_tokens=context.size_of(prompt).tokens, last=None, cache_kept=False)
+
+
+def ensure_within_cap(run: Run, params: dict[str, Any], what: str) -> None:
+    """Before one of the run's requests that is not an agent turn: CostCapReached when its estimate would cross the
+    nearer cap, so every request of the run, not only the agent's, stays under it."""
+    room = headroom(run)
+    if room.left is None:
+        return
+    cost = request_estimate(params)
+    if not room.allows(cost):
+        raise CostCapReached(f"{what} (about ${cost:.4f}) would cross {room.describe()}; it was not sent.")

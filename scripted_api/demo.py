@@ -17,6 +17,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from django.conf import settings
+
 from agent_platform.lib.text import content_text
 
 from .wire import Reply, WireServer, json_reply, text_reply, thinking_block, thinking_shown, tool_use_reply
@@ -26,7 +28,6 @@ GRADER_TOOL = "record_evaluation"
 DONE_TOOL = "done"
 BROWSER_TOOLSET = "browser"
 
-DEFAULT_DEMO_ROOT = "http://127.0.0.1:8001/demo/"
 UNKNOWN_TASK_OUTPUT = "The scripted demo model only knows the bundled demo tasks; set ANTHROPIC_API_KEY to use Claude."
 
 # What the scripted agent writes into the demo contact form.
@@ -45,6 +46,12 @@ SNAPSHOT_REF = re.compile(r"\[(?:ref=(?P<plain>[\w-]+)|(?P<prefixed>ref_[\w-]+))
 ITERATION = re.compile(r"Iteration:?\s*(\d+)", re.IGNORECASE)
 VERDICT_SUCCESS_LINE = re.compile(r"^success:\s*(true|false|null)\s*$", re.MULTILINE | re.IGNORECASE)
 SUCCESS_JSON = re.compile(r"\"success\"\s*:\s*(true|false)", re.IGNORECASE)
+# The sections of the judge's prompt (judge.judging.judge_request) the scripted judge reads.
+JUDGE_CONTEXT_SECTION = "Judge context (weigh these before everything else)"
+VERDICT_SECTION = "The agent's verdict"
+FINAL_PAGE_SECTION = "The final page as the agent last saw it"
+SECTION_HEADING = re.compile(r"^# (?P<title>.+)$", re.MULTILINE)
+QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 
 # --- reading the conversation ----------------------------------------------------------------------------
@@ -95,21 +102,53 @@ def first_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def start_url(task_text: str, fallback_text: str = "") -> str:
+def demo_root_of(base_url: str) -> str:
+    """The demo site's root (`…/demo/`) on the demo site's configured address (DEMO_BASE_URL)."""
+    return urljoin(base_url if base_url.endswith("/") else f"{base_url}/", "demo/")
+
+
+def start_url(task_text: str, fallback_text: str = "", default_root: str = "") -> str:
+    """The run's start URL as the task states it; a run without one (a follow-up) starts at the demo shop."""
     for text in (task_text, fallback_text):
         match = START_URL_LINE.search(text)
         if match:
             return match.group(1)
     match = ANY_URL.search(task_text)
-    return match.group(0) if match else urljoin(DEFAULT_DEMO_ROOT, "shop/")
+    return match.group(0) if match else urljoin(default_root, "shop/")
 
 
-def demo_root(url: str) -> str:
-    """The demo site's root (`…/demo/`) on the host the run started from."""
+def demo_root(url: str, default_root: str) -> str:
+    """The demo site's root (`…/demo/`) on the host the run started from, else the configured one's."""
     parts = urlsplit(url)
+    if not parts.netloc:
+        return default_root
     path = parts.path
     root_path = path[: path.index("/demo/") + len("/demo/")] if "/demo/" in path else "/demo/"
-    return f"{parts.scheme or 'http'}://{parts.netloc or '127.0.0.1:8001'}{root_path}"
+    return f"{parts.scheme or 'http'}://{parts.netloc}{root_path}"
+
+
+def sections(text: str) -> dict[str, str]:
+    """The `# Heading` sections of a judge's or grader's prompt, by heading."""
+    headings = list(SECTION_HEADING.finditer(text))
+    return {
+        heading.group("title").strip(): text[heading.end() : following.start() if following else len(text)].strip()
+        for heading, following in zip(headings, [*headings[1:], None], strict=True)
+    }
+
+
+def judge_statements(section: str) -> list[str]:
+    """The judge_context statements as the judge's prompt lists them (`- statement`, `(none)` when there are none)."""
+    statements: list[str] = []
+    for line in section.splitlines():
+        if line.startswith("- "):
+            statements.append(line[2:].strip())
+        elif statements and line.strip():
+            statements[-1] = f"{statements[-1]} {line.strip()}"  # a statement written over several lines
+    return [statement for statement in statements if statement]
+
+
+def quoted_phrases(statement: str) -> list[str]:
+    return [straight or curly for straight, curly in QUOTED.findall(statement)]
 
 
 def tool_named(request: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -309,7 +348,14 @@ def thinking_instead_of_text(request: dict[str, Any], reply: Reply) -> Reply:
 
 
 class ScriptedDemoModel:
-    """The responder of the scripted model server: `ScriptedDemoModel()(request_body) -> message body`."""
+    """The responder of the scripted model server: `ScriptedDemoModel()(request_body) -> message body`.
+
+    `demo_base_url` is the demo site's address (DEMO_BASE_URL by default): where a run that names no start URL,
+    such as a follow-up run of a session, goes.
+    """
+
+    def __init__(self, demo_base_url: str | None = None) -> None:
+        self.demo_root = demo_root_of(demo_base_url or settings.DEMO_BASE_URL)
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         kind = evaluation_kind(request)
@@ -339,7 +385,7 @@ class ScriptedDemoModel:
         messages = request.get("messages") or []
         task = first_user_text(messages)
         system = request.get("system")
-        url = start_url(task, content_text(system))
+        url = start_url(task, content_text(system), self.demo_root)
         steps = conversation_steps(messages)
         if steps and steps[-1].is_error:
             failed = steps[-1]
@@ -355,7 +401,7 @@ class ScriptedDemoModel:
         return done(request, False, UNKNOWN_TASK_OUTPUT)
 
     def shop_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
-        shop_url = url if "/shop" in url else urljoin(demo_root(url), "shop/")
+        shop_url = url if "/shop" in url else urljoin(demo_root(url, self.demo_root), "shop/")
         last = steps[-1].name if steps else None
         if last is None:
             return browser("navigate", {"url": shop_url}, "I'll open the demo shop.")
@@ -376,7 +422,7 @@ class ScriptedDemoModel:
         return done(request, True, output, {"items": items}, say=say)
 
     def contact_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
-        contact_url = url if "/contact" in url else urljoin(demo_root(url), "contact/")
+        contact_url = url if "/contact" in url else urljoin(demo_root(url, self.demo_root), "contact/")
         last = steps[-1].name if steps else None
         if last is None:
             return browser("navigate", {"url": contact_url}, "I'll open the contact form.")
@@ -455,7 +501,9 @@ class ScriptedDemoModel:
 
     def judgment(self, request: dict[str, Any]) -> dict[str, Any]:
         text = request_text(request)
-        line = VERDICT_SUCCESS_LINE.search(text)
+        parts = sections(text)
+        verdict_section = parts.get(VERDICT_SECTION, text)
+        line = VERDICT_SUCCESS_LINE.search(verdict_section)
         claimed = line.group(1).lower() if line else None
         if claimed is None:
             found = SUCCESS_JSON.findall(text)
@@ -469,7 +517,28 @@ class ScriptedDemoModel:
             judgment = {"verdict": "fail", "reason": "The agent itself reported that it did not accomplish the task."}
         else:
             judgment = {"verdict": "uncertain", "reason": "The run ended without a verdict from the agent to check."}
-        return {**judgment, "blocked": False, "impossible": False}
+        return {**self.weigh_judge_context(judgment, claimed, parts), "blocked": False, "impossible": False}
+
+    def weigh_judge_context(
+        self, judgment: dict[str, str], claimed: str | None, parts: dict[str, str]
+    ) -> dict[str, str]:
+        """The operator's judge_context, weighed first as the judge is told to: a phrase a statement quotes must be in
+        the agent's output or on the final page, else a claimed success fails; every statement is named in the
+        reason, so what the judge was given shows in what it answered."""
+        statements = judge_statements(parts.get(JUDGE_CONTEXT_SECTION, ""))
+        if not statements:
+            return judgment
+        evidence = "\n".join(parts.get(title, "") for title in (VERDICT_SECTION, FINAL_PAGE_SECTION))
+        for statement in statements:
+            missing = [phrase for phrase in quoted_phrases(statement) if phrase.lower() not in evidence.lower()]
+            if claimed == "true" and missing:
+                return {
+                    "verdict": "fail",
+                    "reason": f"The agent reported success, but the judge context says “{statement}”, and neither its "
+                    f"output nor the final page shows “{missing[0]}”.",
+                }
+        weighed = "; ".join(f"“{statement}”" for statement in statements)
+        return {**judgment, "reason": f"{judgment['reason']} Judge context weighed first: {weighed}."}
 
     def evaluation(self, request: dict[str, Any]) -> dict[str, Any]:
         match = ITERATION.search(request_text(request))
@@ -485,6 +554,6 @@ class ScriptedDemoModel:
         return evaluation
 
 
-def scripted_model_server(host: str = "127.0.0.1", port: int = 0) -> WireServer:
+def scripted_model_server(host: str = "127.0.0.1", port: int = 0, demo_base_url: str | None = None) -> WireServer:
     """A wire server answering with the scripted demo model; `.start()` it, or use it as a context manager."""
-    return WireServer(ScriptedDemoModel(), host=host, port=port)
+    return WireServer(ScriptedDemoModel(demo_base_url), host=host, port=port)

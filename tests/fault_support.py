@@ -31,9 +31,6 @@ EXTRA_PAGES = {
     "/hostile.html": f"""<!doctype html><html><head><meta charset="utf-8"><title>{HOSTILE}</title></head><body>
 <p id="text">Product: &lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;</p>
 </body></html>""",
-    # Loads normally, then its renderer spins forever: the next action on it hangs.
-    "/hang.html": """<!doctype html><html><head><meta charset="utf-8"><title>Hang</title></head><body>
-<p>About to hang.</p><script>setTimeout(() => { for (;;) {} }, 2000);</script></body></html>""",
 }
 
 

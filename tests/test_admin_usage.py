@@ -163,6 +163,7 @@ def test_csv_export_has_the_views_numbers(staff_client, acme, umbrella):
                 for metric in ["requests", "input", "output", "cache_read", "cache_write", "total", "unpriced"]:
                     line[metric] = str(row[metric])
                 line["cost_usd"] = str(row["cost_usd"])
+                line["scripted"] = "false"
                 expected.append(line)
         assert lines == expected
         assert sum(Decimal(line["cost_usd"]) for line in lines if line["period"] == "day") == view["totals"]["cost_usd"]

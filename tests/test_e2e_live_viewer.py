@@ -268,10 +268,16 @@ def test_script_in_page_text_and_model_output_renders_as_text_everywhere(asgi_se
 def test_runs_list_rows_update_live_and_new_runs_appear(asgi_server, chromium, alice, acme):
     run = make_run(acme, task="A row that will start")
     page = signed_in_page(chromium, asgi_server, alice)
+    frames: list[str] = []
+    page.on("websocket", lambda socket: socket.on("framereceived", lambda frame: frames.append(str(frame))))
     page.goto(f"{asgi_server}/")
     expect(page.locator(f"#row-{run.public_id} .badge").first).to_have_text("queued")
     page.wait_for_function("document.querySelector('#runs-body') && window.Pilothouse")
-    time.sleep(0.5)  # the list socket subscribes right after load
+    # The list socket says when it has joined the workspace's group: only changes after that can reach the page.
+    deadline = time.monotonic() + 30
+    while not any('"subscribed"' in frame for frame in frames):
+        assert time.monotonic() < deadline, "the runs list's socket never subscribed"
+        page.wait_for_timeout(50)  # lets Playwright deliver the socket's frames
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
     emit(run, "run.started", {"model": run.model, "max_turns": 30, "scripted": False})
     expect(page.locator(f"#row-{run.public_id} .badge").first).to_have_text("running")
@@ -281,3 +287,6 @@ def test_runs_list_rows_update_live_and_new_runs_appear(asgi_server, chromium, a
     assert page.locator("#runs-body tr").first.get_attribute("id") == f"row-{newcomer.public_id}"
     assert page.evaluate("window.pwned") is None
     page.context.close()
+    # The ORM calls made here, between Playwright's, had a connection a fixture's teardown cannot reach: close it, or
+    # it outlives the test database and the session's teardown fails ("being accessed by other users").
+    connection.close()

@@ -21,8 +21,14 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 def judgment_of(run: Run, count: int = 1, timeout: float = 30) -> Judgment:
+    # The run.judged event is written after the Judgment row: wait for it too, so no assertion races the worker.
     wait_for(
-        lambda: Judgment.objects.filter(run=run).count() >= count, timeout, message=f"{count} judgment(s) of {run}"
+        lambda: (
+            Judgment.objects.filter(run=run).count() >= count
+            and Event.objects.filter(run=run, type="run.judged").count() >= count
+        ),
+        timeout,
+        message=f"{count} judgment(s) of {run}",
     )
     return Judgment.objects.filter(run=run).first()
 
@@ -185,3 +191,24 @@ def test_failed_runs_are_judged_and_cancelled_or_unjudged_runs_are_not(
     # Only the failed run asked the judge: the other two never enqueued a judgment.
     assert len(messages_stub.requests_for(JUDGE_QUEUE)) == 1
     assert not Judgment.objects.filter(run__in=[cancelled, unjudged]).exists()
+
+
+def test_a_judge_request_that_would_cross_the_runs_cost_cap_is_not_sent(
+    messages_stub_server, celery_worker, messages_stub, acme
+):
+    # The judge's request at this price is estimated well above a cap of $0.004 (its assumed output alone is $0.015).
+    price_in_force(settings.JUDGE_MODEL)
+    messages_stub.judge(judgment_reply())
+
+    run = finished_run(acme, max_cost_usd=Decimal("0.004"))
+    judgment = judgment_of(run)
+
+    assert messages_stub.requests == []
+    assert judgment.verdict == Judgment.Verdict.UNCERTAIN
+    assert judgment.reason.startswith("The run was not judged: The judge's request (about $")
+    assert "would cross this run's cost cap of $0.004 ($0.0000 spent); it was not sent." in judgment.reason
+    event = wait_for(lambda: Event.objects.filter(run=run, type="run.judged").first(), message="run.judged")
+    assert event.payload["verdict"] == "uncertain"
+    run.refresh_from_db()
+    assert (run.cost_usd, run.usage_requests) == (Decimal(0), 0)
+    assert not ModelRequest.objects.filter(run=run).exists()

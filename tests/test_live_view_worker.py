@@ -12,6 +12,7 @@ from django.core.cache import cache
 
 from runs.live import live_group, mark_watched, presence_key
 from runtime.browser.live_view import LiveView
+from tests.conftest import wait_for
 from tests.test_browser_driver import call, host, make_toolset  # noqa: F401  (host is the module's browser fixture)
 
 pytestmark = pytest.mark.browser
@@ -71,8 +72,7 @@ def test_frames_flow_while_watched_with_the_last_actions_point_and_stop_after(wa
     assert len(frames) <= 3 * 5 + 1  # throttled to five a second
 
     cache.delete(presence_key(watched_page.run_public_id))
-    time.sleep(1.2)  # the poll sees the viewer gone
-    assert watched_page._cdp is None
+    wait_for(lambda: watched_page._cdp is None, timeout=30, message="the poll to see the viewer gone")
     sent = watched_page.frames_sent
     call(host, watched_page.toolset, "scroll", target={"type": "coordinate", "x": 10, "y": 10},
          scroll_direction="down")  # fmt: skip

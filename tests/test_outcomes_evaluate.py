@@ -1,6 +1,9 @@
 """One outcome evaluation cycle, called as the runtime calls it: each result, and the spec's exact span events."""
 
+from decimal import Decimal
+
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -11,7 +14,7 @@ from runs.models import Event, Run
 from scripted_api.stub import GRADER_QUEUE
 from scripted_api.wire import error_reply, text_reply
 from tests import messages_stub as stub_fixtures
-from tests.judge_support import FINAL_PAGE_TEXT, evaluation_reply, finished_run, user_text
+from tests.judge_support import FINAL_PAGE_TEXT, evaluation_reply, finished_run, price_in_force, user_text
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
@@ -268,3 +271,24 @@ def test_spans_served_by_the_events_api_carry_the_spec_fields_with_the_envelopes
     assert (end["data"]["result"], end["data"]["outcome_id"]) == ("satisfied", outcome.public_id)
     # the websocket's backlog and live pushes serve the same dicts
     assert Event.objects.get(public_id=end["id"]).as_dict() == end
+
+
+@pytest.mark.django_db
+def test_a_grader_request_that_would_cross_the_runs_cost_cap_is_not_sent(model_in_process, acme):
+    price_in_force(settings.JUDGE_MODEL)
+    model_in_process.grader(evaluation_reply("satisfied", "All three products with prices."))
+    run = finished_run(acme, judge=False, max_cost_usd=Decimal("0.004"))
+    outcome = Outcome.objects.create(run=run, description="A price list of the shop", rubric=RUBRIC, max_iterations=3)
+
+    evaluation = evaluate(run, 0, VIEW)
+
+    assert model_in_process.requests == []
+    assert evaluation.result == "failed"
+    assert evaluation.explanation.startswith("The evaluation could not be completed: the grader's request (about $")
+    assert evaluation.explanation.endswith(
+        "would cross this run's cost cap of $0.004 ($0.0000 spent); it was not sent."
+    )
+    assert_spec_shaped(*spans(run), outcome, evaluation, 0)
+    run.refresh_from_db()
+    assert run.cost_usd == Decimal(0)
+    assert not ModelRequest.objects.filter(run=run).exists()

@@ -2,7 +2,7 @@
 
 import os
 import signal
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -57,8 +57,11 @@ def test_retries_exhausted_fail_the_run_with_model_error_and_keep_its_events(acm
 
 
 def test_a_cancel_stops_the_run_at_the_next_safe_point(acme, site, messages_stub):
+    cancelled = threading.Event()
+
     def slow_second_turn(request: dict) -> dict:
-        time.sleep(1.5)  # the operator cancels while the model is thinking
+        # The operator cancels while the model is thinking: the model answers once the cancel is requested.
+        assert cancelled.wait(timeout=30), "the test never requested the cancel"
         return browser("navigate", url=f"{site}/index.html")
 
     messages_stub.agent(browser("wait", duration=0.1), slow_second_turn)
@@ -67,6 +70,7 @@ def test_a_cancel_stops_the_run_at_the_next_safe_point(acme, site, messages_stub
     wait_for(lambda: events(run, "agent.tool_result"), timeout=30, message="the first action")
 
     lifecycle.request_cancel(run)
+    cancelled.set()
     run = finished(run)
 
     assert run.status == Run.Status.CANCELLED
@@ -126,7 +130,7 @@ def test_a_browser_crash_fails_the_run_with_browser_error_and_the_next_run_gets_
     def crash_then_navigate(request: dict) -> dict:
         for pid in chromium_pids(runtime_worker.process.pid):
             os.kill(pid, signal.SIGKILL)  # the Chromium our worker started
-        time.sleep(0.5)
+        wait_for(lambda: not chromium_pids(runtime_worker.process.pid), timeout=30, message="Chromium to be gone")
         return browser("navigate", url=f"{site}/index.html")
 
     messages_stub.agent(browser("get_page_text"), crash_then_navigate)

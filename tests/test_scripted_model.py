@@ -227,10 +227,20 @@ def test_start_url_of_the_demo_root_leads_to_the_shop_page():
     assert conversation.next_call()["input"] == {"url": "http://localhost:9000/demo/shop/"}
 
 
-def test_without_a_start_url_the_default_demo_address_is_used():
+def test_without_a_start_url_the_demo_sites_configured_address_is_used(settings):
+    settings.DEMO_BASE_URL = "http://127.0.0.1:8301/"
     conversation = Conversation("List the products on the first page of the demo shop.")
 
-    assert conversation.next_call()["input"] == {"url": "http://127.0.0.1:8001/demo/shop/"}
+    assert conversation.next_call()["input"] == {"url": "http://127.0.0.1:8301/demo/shop/"}
+
+
+def test_the_demo_address_given_to_the_model_wins_over_the_setting(settings):
+    settings.DEMO_BASE_URL = "http://127.0.0.1:8301/"
+    model = ScriptedDemoModel("http://demo.example.com:9000")
+    conversation = Conversation("Send the demo shop a message through its contact form.")
+    conversation.model = model
+
+    assert conversation.next_call()["input"] == {"url": "http://demo.example.com:9000/demo/contact/"}
 
 
 def test_contact_task_fills_every_field_by_its_ref_sends_and_confirms():
@@ -321,9 +331,9 @@ JUDGMENT_SCHEMA = {
 }
 
 
-def judge_request(verdict_lines: str, *, structured: bool = True) -> dict:
+def judge_request(verdict_lines: str, *, structured: bool = True, context: str = "(none)") -> dict:
     text = (
-        "# Judge context (weigh these before everything else)\n(none)\n\n# Task\nList the products.\n\n"
+        f"# Judge context (weigh these before everything else)\n{context}\n\n# Task\nList the products.\n\n"
         f"# The agent's verdict\nStatus: succeeded\n{verdict_lines}\nError code: none\nOutput:\nFour products.\n\n"
         '# Steps the run took\n1. done {"success": false}'
     )
@@ -364,6 +374,53 @@ def test_the_judge_calls_its_strict_tool_when_offered_one_under_auto():
     (call,) = [block for block in reply["content"] if block["type"] == "tool_use"]
     assert call["name"] == JUDGE_TOOL
     assert call["input"]["verdict"] == "pass"
+
+
+def test_the_judge_names_the_judge_context_it_weighed_in_its_reason():
+    context = "- Four products are expected.\n- Prices are in dollars."
+
+    judgment = json.loads(final_text(ScriptedDemoModel()(judge_request("success: true", context=context))))
+
+    assert judgment["verdict"] == "pass"
+    assert judgment["reason"].endswith(
+        "Judge context weighed first: “Four products are expected.”; “Prices are in dollars.”."
+    )
+
+
+def test_a_success_the_judge_context_contradicts_fails_naming_the_statement():
+    statement = 'The output must name the "Aurora Desk Lamp".'
+
+    judgment = json.loads(final_text(ScriptedDemoModel()(judge_request("success: true", context=f"- {statement}"))))
+    again = json.loads(final_text(ScriptedDemoModel()(judge_request("success: true", context=f"- {statement}"))))
+
+    assert judgment["verdict"] == "fail"
+    assert f"the judge context says “{statement}”" in judgment["reason"]
+    assert "shows “Aurora Desk Lamp”" in judgment["reason"]
+    assert again == judgment  # deterministic: the same request, the same judgment
+
+
+def test_a_judge_context_the_output_satisfies_passes():
+    judgment = json.loads(
+        final_text(ScriptedDemoModel()(judge_request("success: true", context='- It must say "four products".')))
+    )
+
+    assert judgment["verdict"] == "pass"
+    assert '“It must say "four products".”' in judgment["reason"]
+
+
+def test_the_judge_reads_the_judge_context_the_judge_sends(acme):
+    """The statements as judge.judging builds the real judge's request, not a hand-written prompt."""
+    from runs.judging.judging import judge_request as real_judge_request
+    from tests.judge_support import finished_run
+
+    run = finished_run(acme, judge=False, judge_context=['The output names the "Mixer" and its price.'])
+    passing = ScriptedDemoModel()(real_judge_request(run, run.judge_context, MODEL))
+    failing = ScriptedDemoModel()(real_judge_request(run, ['The output names the "Blender".'], MODEL))
+
+    assert json.loads(final_text(passing))["verdict"] == "pass"
+    assert '“The output names the "Mixer" and its price.”' in json.loads(final_text(passing))["reason"]
+    assert json.loads(final_text(failing))["verdict"] == "fail"
+    assert "“Blender”" in json.loads(final_text(failing))["reason"]
 
 
 @pytest.mark.parametrize(("iteration", "result"), [(0, "needs_revision"), (1, "satisfied"), (2, "satisfied")])

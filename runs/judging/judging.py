@@ -18,6 +18,7 @@ from runs.events import emit
 from runs.models import Event, Run
 from runs.screenshots import read_screenshot
 from runs.usage import create_message
+from runtime import spending
 
 from . import prompts
 from .models import Judgment
@@ -292,12 +293,20 @@ class Reading:
     replies: tuple[Any, ...]
 
 
-def ask_for_answer(run: Run, params: dict[str, Any], tool: str, parse: ParseAnswer) -> Reading:
-    """Ask once, and once more if the answer is unusable. ModelUnavailable propagates: the SDK already retried."""
+def ask_for_answer(run: Run, params: dict[str, Any], tool: str, parse: ParseAnswer, asker: str = "judge") -> Reading:
+    """Ask once, and once more if the answer is unusable. ModelUnavailable propagates: the SDK already retried.
+    Each request must fit the run's cost cap first: spending.CostCapReached propagates when one would cross it,
+    with the answers received so far lost to the caller (a first request is never sent then)."""
     received: list[Any] = []
     answer, problem = None, ""
     for attempt in range(2):
         request = params if attempt == 0 else with_retry_note(params, problem, tool)
+        what = (
+            f"The {asker}'s request"
+            if attempt == 0
+            else f"The {asker}'s second request (its first answer was unusable)"
+        )
+        spending.ensure_within_cap(run, request, what)
         message = create_message(run, source="judge", **request)
         received.append(message)
         answer, problem = parse(message)
@@ -326,6 +335,13 @@ def judge(
         answer = {
             "verdict": Judgment.Verdict.UNCERTAIN,
             "reason": f"The judge model was unavailable, so the run was not judged: {error}",
+            "blocked": False,
+            "impossible": False,
+        }
+    except spending.CostCapReached as error:
+        answer = {
+            "verdict": Judgment.Verdict.UNCERTAIN,
+            "reason": f"The run was not judged: {error}",
             "blocked": False,
             "impossible": False,
         }

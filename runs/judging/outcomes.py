@@ -16,6 +16,7 @@ from agent_platform.llm import ModelUnavailable
 from runs.events import emit
 from runs.lifecycle import cancel_requested
 from runs.models import Run
+from runtime import spending
 
 from . import prompts
 from .judging import answer_of, ask_for_answer, final_view_text, latest_verdict, trajectory, verdict_params
@@ -116,11 +117,18 @@ def evaluate(
     else:
         try:
             reading = ask_for_answer(
-                run, grader_request(run, outcome, iteration, final_view, done), prompts.GRADER_TOOL, parse_evaluation
+                run,
+                grader_request(run, outcome, iteration, final_view, done),
+                prompts.GRADER_TOOL,
+                parse_evaluation,
+                asker="grader",
             )
             answer, problem, replies = reading.answer, reading.problem, reading.replies
         except ModelUnavailable as error:
             answer, problem = None, f"the grader model was unavailable: {error}"
+        except spending.CostCapReached as error:
+            refusal = str(error).rstrip(".")
+            answer, problem = None, refusal[:1].lower() + refusal[1:]
         if cancel_requested(run):
             result, explanation = Result.INTERRUPTED, "The operator interrupted the run while it was being evaluated."
         elif answer is None:
