@@ -145,6 +145,7 @@ def place_breakpoints(messages: list[dict[str, Any]]) -> None:
 
 def replay(scenario: Scenario, pages: list[str], rows: PriceRows) -> Scenario:
     from agent_platform.billing import cost_of
+    from agent_platform.lib.request_size import size_of
     from runtime import context, extraction, prompts
     from scripted_api.wire import PromptCache
 
@@ -154,7 +155,7 @@ def replay(scenario: Scenario, pages: list[str], rows: PriceRows) -> Scenario:
     task = "Find the cheapest mug across the shop's catalogue pages and report its name and price."
     messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": task}]}]
     profile = context.DefaultProfile(max_input_tokens=1_000_000, context_management=(context.COMPACT,))
-    overhead = context.size_of({"system": system, "tools": tools})
+    overhead = size_of({"system": system, "tools": tools})
     state = context.ContextState()
     for turn in range(len(pages) + 1):
         place_breakpoints(messages)
@@ -182,7 +183,7 @@ def replay(scenario: Scenario, pages: list[str], rows: PriceRows) -> Scenario:
         if scenario.extraction:
             name, result = "extract", f"Item {turn}-7, a blue ceramic mug, is the cheapest on this page at 3.10 EUR."
             params = extraction.request_params(EXTRACTION_MODEL, "Which mug is the cheapest?", page, None, None)
-            tokens = context.size_of(params["messages"]).tokens + context.size_of(params["system"]).tokens
+            tokens = size_of(params["messages"]).tokens + size_of(params["system"]).tokens
             scenario.extraction_cost += cost_of(
                 price_for(rows, EXTRACTION_MODEL, tokens),
                 input_tokens=tokens,

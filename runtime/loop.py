@@ -17,9 +17,10 @@ from django.db import connection
 from django.utils import timezone
 from playwright.async_api import Error as PlaywrightError
 
+from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import bounded, content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
-from runs import evaluation, lifecycle
+from runs import evaluation, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, Session
 from runs.schema import data_problems
@@ -31,7 +32,7 @@ from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
 
-from . import context, extraction, notices, prompts, spending
+from . import context, extraction, notices, prompts
 from .lane import Lane, LaneFailed
 
 log = logging.getLogger(__name__)
@@ -558,7 +559,7 @@ class AgentLoop:
         """Send what fits the model's limits (runtime.context): the stored conversation stays whole, the request
         carries its trimmed form and the server-side context management the model offers."""
         profile = self.profile or context.DEFAULT_PROFILE
-        overhead = context.size_of({"system": params["system"], "tools": params["tools"]})
+        overhead = size_of({"system": params["system"], "tools": params["tools"]})
         prepared = context.prepare(
             self.messages, profile, self.context_state, labels=self.result_labels, overhead=overhead
         )
@@ -999,7 +1000,7 @@ class AgentLoop:
         if room.left is not None:
             cost = spending.estimate(
                 model,
-                estimated_tokens=context.size_of(text).tokens + extraction.PROMPT_OVERHEAD_TOKENS,
+                estimated_tokens=size_of(text).tokens + extraction.PROMPT_OVERHEAD_TOKENS,
                 last=None,
                 cache_kept=False,
             )

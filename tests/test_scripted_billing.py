@@ -12,9 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agent_platform.models import ModelRequest, Price
+from runs import spending
 from runs.models import Event
 from runs.usage import record_model_request
-from runtime import spending
 from tests.factories import make_run
 from tests.test_admin_usage import BILLING, CHANGELIST, staff, staff_client  # noqa: F401  (fixtures)
 

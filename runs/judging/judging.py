@@ -14,11 +14,11 @@ from django.utils import timezone
 
 from agent_platform.lib.text import IMAGE_PLACEHOLDER, content_text, json_text
 from agent_platform.llm import ModelUnavailable, model_profile
+from runs import spending
 from runs.events import emit
 from runs.models import Event, Run
 from runs.screenshots import read_screenshot
 from runs.usage import create_message
-from runtime import spending
 
 from . import prompts
 from .models import Judgment

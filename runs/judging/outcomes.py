@@ -13,10 +13,10 @@ from django.utils import timezone
 from agent_platform import ids
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.llm import ModelUnavailable
+from runs import spending
 from runs.events import emit
 from runs.lifecycle import cancel_requested
 from runs.models import Run
-from runtime import spending
 
 from . import prompts
 from .judging import answer_of, ask_for_answer, final_view_text, latest_verdict, trajectory, verdict_params

@@ -12,10 +12,9 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from agent_platform.billing import charge
+from agent_platform.lib.request_size import size_of
 from agent_platform.models import ModelRequest, Workspace
 from runs.models import Run
-
-from . import context
 
 # Until a request has told us its output, one is assumed to write this many tokens.
 ASSUMED_OUTPUT_TOKENS = 1_000
@@ -121,7 +120,7 @@ def request_estimate(params: dict[str, Any]) -> Decimal:
     """A stand-alone request's cost (the judge's, the grader's): its prompt sized as the agent's first request is
     (system, messages, tools and output schema), with as much output as `estimate` assumes of a first request."""
     prompt = {name: params[name] for name in ("system", "messages", "tools", "output_config") if name in params}
-    return estimate(params["model"], estimated_tokens=context.size_of(prompt).tokens, last=None, cache_kept=False)
+    return estimate(params["model"], estimated_tokens=size_of(prompt).tokens, last=None, cache_kept=False)
 
 
 def ensure_within_cap(run: Run, params: dict[str, Any], what: str) -> None:
