@@ -3,9 +3,9 @@
 import pytest
 
 from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
-from tests.conftest import wait_for
-from tests.judge_support import judgment_reply
-from tests.runtime_support import browser, done
+from tests.support.judging import judgment_reply
+from tests.support.launching import wait_for
+from tests.support.replies import browser, done
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("celery_worker", "transactional_db")]
 

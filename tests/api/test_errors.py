@@ -9,7 +9,7 @@ from ninja.errors import HttpError
 from agent_platform.api import on_http_error
 from agent_platform.errors import ERROR_CLASSES, Conflict
 from runs.launch import IdempotencyKeyReused
-from tests.factories import make_run, make_session
+from tests.support.factories import make_run, make_session
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from runs.models import Run
-from tests.factories import make_run
+from tests.support.factories import make_run
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 EXAMPLES_PER_OPERATION_AND_MODE = 25

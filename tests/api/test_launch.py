@@ -6,7 +6,7 @@ from agent_platform.errors import ServiceError
 from judge.models import Outcome
 from runs.launch import launch_run, schema_lint
 from runs.models import Run, Session
-from tests.factories import make_session
+from tests.support.factories import make_session
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 

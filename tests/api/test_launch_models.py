@@ -12,7 +12,7 @@ from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
 from runs.agent import profiles
 from runs.launch import launch_run
 from runs.models import Event, Run
-from tests.factories import make_run
+from tests.support.factories import make_run
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
 from judge.models import Judgment, Outcome, OutcomeEvaluation
 from runs.events import emit
 from runs.models import Run, Session
-from tests.factories import make_run, make_session
+from tests.support.factories import make_run, make_session
 
 
 def error_of(response, status: int, type: str) -> dict:
@@ -241,7 +241,7 @@ def test_idempotency_keys_are_per_workspace(api, umbrella_api):
 
 
 def test_unauthenticated_launch_is_401(db):
-    from tests.conftest import ApiClient
+    from tests.support.clients import ApiClient
 
     error = error_of(ApiClient(None).post("/runs", {"task": "t"}), 401, "authentication_error")
     assert "API key" in error["message"]

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 
 from agent_platform.models import ModelRequest
-from tests.factories import make_run
+from tests.support.factories import make_run
 
 
 @pytest.fixture

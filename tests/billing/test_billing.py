@@ -10,7 +10,7 @@ from agent_platform.billing import charge, cost_of, price_in_force
 from agent_platform.models import ModelRequest, Price
 from agent_platform.reports import total_of, usage_by, usage_totals
 from runs.usage import record_model_request
-from tests.factories import make_run
+from tests.support.factories import make_run
 
 pytestmark = pytest.mark.django_db
 

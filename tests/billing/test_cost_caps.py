@@ -69,7 +69,7 @@ def test_the_launch_form_names_a_bad_cap(alice_client):
 
 def test_the_run_page_shows_spend_against_the_cap_and_what_context_management_dropped(alice_client, acme):
     from runs.events import emit
-    from tests.factories import make_run
+    from tests.support.factories import make_run
 
     run = make_run(acme, max_cost_usd=Decimal("0.05"), cost_usd=Decimal("0.04"))
     emit(
@@ -87,7 +87,7 @@ def test_the_run_page_shows_spend_against_the_cap_and_what_context_management_dr
 def test_headroom_is_the_nearer_of_the_run_cap_and_the_workspace_monthly_cap(acme):
     from agent_platform.models import ModelRequest
     from runs.agent.spending import headroom
-    from tests.factories import make_run
+    from tests.support.factories import make_run
 
     run = make_run(acme, max_cost_usd=Decimal("0.05"), cost_usd=Decimal("0.02"))
     room = headroom(run)

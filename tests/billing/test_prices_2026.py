@@ -8,7 +8,7 @@ import pytest
 from agent_platform.billing import charge, price_in_force
 from agent_platform.models import ModelRequest
 from runs.usage import record_model_request
-from tests.factories import make_run
+from tests.support.factories import make_run
 
 pytestmark = pytest.mark.django_db
 

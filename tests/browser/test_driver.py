@@ -12,7 +12,6 @@ import time
 import urllib.parse
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,18 +21,15 @@ from anthropic.types.beta import BetaToolUseBlock
 
 from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset, fingerprint_of, normalize_ref, settled
 from runs.agent.network_guard import NetworkGuard, normalize_url
+from tests.support import browsers
+from tests.support.browsers import CHROMIUM
+from tests.support.processes import chromium_main_processes
+
+host = browsers.host  # the module's browser host (a fixture)
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium")
 LOCAL_ONLY = {"127.0.0.1"}
-
-
-@pytest.fixture(scope="module")
-def host() -> Iterator[BrowserHost]:
-    browser_host = BrowserHost(CHROMIUM)
-    yield browser_host
-    browser_host.close()
 
 
 def make_toolset(host: BrowserHost, **kwargs: Any) -> PlaywrightBrowserToolset:
@@ -360,32 +356,6 @@ def test_a_crashed_browser_is_relaunched_for_the_next_context(site: str) -> None
     finally:
         crash_host.close()
     assert set(chromium_main_processes()) == already_running
-
-
-def chromium_main_processes() -> list[int]:
-    """Browser (not renderer) processes among this test process's descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(parent, []).append(int(entry.name))
-    found, pending = [], list(children.get(os.getpid(), []))
-    while pending:
-        pid = pending.pop()
-        pending.extend(children.get(pid, []))
-        try:
-            command = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        # child processes rewrite their argv into one string, so look for --type= anywhere
-        if b"chrom" in command[0] and b"--type=" not in b" ".join(command):
-            found.append(pid)
-    return found
 
 
 # --- when an action has settled ------------------------------------------------------------------

@@ -11,13 +11,16 @@ from channels.layers import get_channel_layer
 from django.core.cache import cache
 
 from runs.agent.live_view import LiveView, live_group, mark_watched, presence_key
-from tests.test_browser_driver import call, host, make_toolset  # noqa: F401  (host is the module's browser fixture)
+from tests.browser.test_driver import call, make_toolset
+from tests.support import browsers
+
+host = browsers.host  # the module's browser host (a fixture)
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def watched_page(host, site):  # noqa: F811
+def watched_page(host, site):
     toolset = make_toolset(host)
     call(host, toolset, "navigate", url=f"{site}/long.html")
     run_id = f"run_live{time.monotonic_ns()}"
@@ -56,7 +59,7 @@ def test_nothing_is_streamed_while_nobody_watches(watched_page):
     assert watched_page.frames_sent == 0
 
 
-def test_frames_flow_while_watched_with_the_last_actions_point_and_stop_after(watched_page, host):  # noqa: F811
+def test_frames_flow_while_watched_with_the_last_actions_point_and_stop_after(watched_page, host):
     watched_page.note_action("left_click", {"target": {"type": "coordinate", "x": 120, "y": 80}})
     mark_watched(watched_page.run_public_id)
     call(host, watched_page.toolset, "scroll", target={"type": "coordinate", "x": 10, "y": 10},

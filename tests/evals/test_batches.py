@@ -1,7 +1,6 @@
 """Batches: planning and concurrency, and the statistics per task x configuration, checked against numbers computed
 here independently (the judgments are rows written directly: this file is about the statistics, not the judge)."""
 
-import math
 from datetime import timedelta
 from decimal import Decimal
 
@@ -13,6 +12,7 @@ from evals.models import Batch, BatchConfig, BatchRun
 from evals.services import parse_suite
 from judge.models import Judgment
 from runs.models import Run
+from tests.support.statistics import matrix_cell, pass_at_k_by_product, wilson_by_hand
 
 pytestmark = pytest.mark.django_db
 
@@ -57,25 +57,6 @@ OUTCOMES = {
         (True, "uncertain", False, False, 5, "0.050", 9, {"count": 4, "first": "Kettle"}),
     ],
 }
-
-
-def wilson_by_hand(successes: int, n: int) -> tuple[float, float]:
-    """The textbook form: (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n), z the 97.5% normal quantile."""
-    z = 1.959963984540054
-    p = successes / n
-    low = (p + z**2 / (2 * n) - z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))) / (1 + z**2 / n)
-    high = (p + z**2 / (2 * n) + z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))) / (1 + z**2 / n)
-    return low, high
-
-
-def pass_at_k_by_product(n: int, c: int, k: int) -> float:
-    """Chen et al.'s numerically stable form of 1 - C(n-c,k)/C(n,k): 1 - prod_{i=n-c+1..n} (1 - k/i)."""
-    if n - c < k:
-        return 1.0
-    product = 1.0
-    for i in range(n - c + 1, n + 1):
-        product *= 1 - k / i
-    return 1 - product
 
 
 def play_outcomes(batch: Batch) -> None:
@@ -177,14 +158,7 @@ def test_rates_intervals_pass_at_k_and_matrix_match_an_independent_computation(b
 
         cells = dict.fromkeys(stats.CELLS, 0)
         for success, verdict, blocked, impossible, *_ in outcomes:
-            if verdict == "uncertain":
-                name = "uncertain"
-            elif blocked or impossible:
-                name = "blocked_or_impossible"
-            elif verdict == "pass":
-                name = "success_pass" if success else "underclaim"
-            else:
-                name = "overclaim" if success else "failure_fail"
+            name = matrix_cell(success, verdict, blocked or impossible)
             cells[name] += 1
             total_matrix[name] += 1
         assert group["matrix"] == cells

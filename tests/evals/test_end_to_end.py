@@ -9,11 +9,11 @@ from collections import defaultdict
 import pytest
 
 from runs.models import Run
-from tests.conftest import wait_for
-from tests.judge_support import judgment_reply
-from tests.runtime_support import done
-from tests.test_evals_batches import pass_at_k_by_product, wilson_by_hand
-from tests.test_webhooks import Receiver, documented_verify
+from tests.support.judging import judgment_reply
+from tests.support.launching import wait_for
+from tests.support.replies import done
+from tests.support.statistics import matrix_cell, pass_at_k_by_product, wilson_by_hand
+from tests.webhooks.test_webhooks import Receiver, documented_verify
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("celery_worker", "transactional_db")]
 
@@ -111,15 +111,7 @@ def test_a_batch_of_3_tasks_2_configurations_4_runs_gives_the_expected_statistic
             assert group["pass_at_k"] == pytest.approx(pass_at_k_by_product(n, passes, 2))
             assert group["flaky"] == (0 < passes < n)
             for success, verdict, blocked in planned:
-                if verdict == "uncertain":
-                    cell = "uncertain"
-                elif blocked:
-                    cell = "blocked_or_impossible"
-                elif verdict == "pass":
-                    cell = "success_pass" if success else "underclaim"
-                else:
-                    cell = "overclaim" if success else "failure_fail"
-                matrix[cell] += 1
+                matrix[matrix_cell(success, verdict, blocked)] += 1
         assert body["matrix"] == matrix
         assert body["matrix"] == {
             "success_pass": 9,

@@ -10,7 +10,7 @@ from evals.models import Batch, JudgeRound, Truth
 from judge.models import Judgment
 from runs.events import emit
 from runs.models import Run
-from tests.factories import make_run
+from tests.support.factories import make_run
 
 pytestmark = pytest.mark.django_db
 

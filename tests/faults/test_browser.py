@@ -1,20 +1,23 @@
 """A page that hangs the browser (an endless loop in its renderer): the run fails with browser_error in bounded time,
 the worker is not stuck, and the next run gets a working browser. A Chromium crash is tested in
-tests/test_runtime_failures.py (test_a_browser_crash_fails_the_run_with_browser_error_and_the_next_run_gets_a_fresh_browser)."""
+tests/runtime/test_failures.py (test_a_browser_crash_fails_the_run_with_browser_error_and_the_next_run_gets_a_fresh_browser)."""
 
 import time
 
 import pytest
 
 from runs.models import Run
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.fault_support import browser, done, events, finished, launch, site_url
+from tests.support import sites, workers
+from tests.support.launching import events, finished, launch
+from tests.support.replies import browser, done
+from tests.support.sites import site_url
+from tests.support.workers import FAULT_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_worker = fault_support.fault_worker
-fault_site = fault_support.fault_site
+fault_worker = workers.fault_worker
+fault_site = sites.fault_site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("fault_worker", "transactional_db")]
 
@@ -28,7 +31,7 @@ def test_a_hung_page_fails_the_run_with_browser_error_and_the_next_run_works(acm
     # machine (at 200 ms the open itself could hang), early enough for the agent, which keeps reading, to meet it.
     messages_stub.set_fallback(browser("get_page_text"), "agent")
     started = time.monotonic()
-    run = finished(launch(acme, start_url=f"{site_url(fault_site)}/hang.html"), timeout=120)
+    run = finished(launch(acme, queue=FAULT_QUEUE, start_url=f"{site_url(fault_site)}/hang.html"), timeout=120)
     took = time.monotonic() - started
 
     assert run.status == Run.Status.FAILED
@@ -39,6 +42,6 @@ def test_a_hung_page_fails_the_run_with_browser_error_and_the_next_run_works(acm
 
     messages_stub.reset()
     messages_stub.agent(browser("get_page_text"), done(True, "Fine again."))
-    after = finished(launch(acme, start_url=f"{site_url(fault_site)}/runtime_shop.html"))
+    after = finished(launch(acme, queue=FAULT_QUEUE, start_url=f"{site_url(fault_site)}/runtime_shop.html"))
     assert after.status == Run.Status.SUCCEEDED
     assert "Kettle" in events(after, "agent.tool_result")[0].payload["content"]

@@ -3,15 +3,17 @@
 import pytest
 
 from runs.models import Event, Run
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.conftest import wait_for
-from tests.fault_support import browser, done, launch, site_url
+from tests.support import sites, workers
+from tests.support.launching import launch, wait_for
+from tests.support.replies import browser, done
+from tests.support.sites import site_url
+from tests.support.workers import FAULT_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_worker = fault_support.fault_worker
-fault_site = fault_support.fault_site
+fault_worker = workers.fault_worker
+fault_site = sites.fault_site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("fault_worker", "transactional_db")]
 
@@ -30,7 +32,12 @@ def short_trajectory(request: dict) -> dict:
 def test_twenty_concurrent_runs_lose_and_duplicate_nothing(acme, fault_site, messages_stub):
     messages_stub.set_fallback(short_trajectory)
     runs = [
-        launch(acme, task=f"Concurrent task {index}", start_url=f"{site_url(fault_site)}/runtime_shop.html")
+        launch(
+            acme,
+            queue=FAULT_QUEUE,
+            task=f"Concurrent task {index}",
+            start_url=f"{site_url(fault_site)}/runtime_shop.html",
+        )
         for index in range(RUNS)
     ]
 

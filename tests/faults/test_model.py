@@ -5,18 +5,21 @@ import pytest
 from agent_platform.models import ModelRequest
 from runs.models import Run
 from runs.scripted.wire import WireError, dropped_connection, error_reply
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.fault_support import browser, done, events, finished, launch, site_url
+from tests.support import sites, workers
+from tests.support.launching import events, finished, launch
+from tests.support.replies import browser, done
+from tests.support.sites import site_url
+from tests.support.workers import FAULT_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_worker = fault_support.fault_worker
-fault_site = fault_support.fault_site
+fault_worker = workers.fault_worker
+fault_site = sites.fault_site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("fault_worker", "transactional_db")]
 
-# The fault worker allows two retries and waits two seconds for an answer (fault_support.fault_worker_environment).
+# The fault worker allows two retries and waits two seconds for an answer (workers.fault_worker_environment).
 ATTEMPTS = 3
 FAILURES = {
     "http_500": (lambda: error_reply(500, "api_error", "Internal failure", retry_after_seconds=0.01), "HTTP 500"),
@@ -32,7 +35,7 @@ def test_a_failing_model_is_retried_then_the_run_fails_with_model_error_keeping_
 ):
     failure, message = FAILURES[kind]
     messages_stub.agent(browser("get_page_text"), *[failure() for _ in range(ATTEMPTS)])
-    run = launch(acme, start_url=f"{site_url(fault_site)}/runtime_shop.html")
+    run = launch(acme, queue=FAULT_QUEUE, start_url=f"{site_url(fault_site)}/runtime_shop.html")
 
     run = finished(run)
 
@@ -51,7 +54,7 @@ def test_a_failing_model_is_retried_then_the_run_fails_with_model_error_keeping_
 def test_one_failure_is_retried_and_the_run_goes_on(kind, acme, fault_site, messages_stub):
     failure, _ = FAILURES[kind]
     messages_stub.agent(failure(), done(True, "Done after a retry."))
-    run = finished(launch(acme, start_url=f"{site_url(fault_site)}/runtime_shop.html"))
+    run = finished(launch(acme, queue=FAULT_QUEUE, start_url=f"{site_url(fault_site)}/runtime_shop.html"))
 
     assert run.status == Run.Status.SUCCEEDED
     assert len(messages_stub.requests) == 2

@@ -10,27 +10,20 @@ import pytest
 
 from runs.agent.browser_reaper import reap_orphans
 from runs.models import Run
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.conftest import WorkerProcess, wait_for
-from tests.factories import make_run
-from tests.fault_support import browser, done, enqueue, fault_worker_environment, finished, site_url
-from tests.test_runtime_failures import chromium_pids
+from tests.support import sites
+from tests.support.factories import make_run
+from tests.support.launching import enqueue, finished, wait_for
+from tests.support.processes import alive, chromium_pids
+from tests.support.replies import browser, done
+from tests.support.sites import site_url
+from tests.support.workers import WorkerProcess, fault_worker_environment
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_site = fault_support.fault_site
+fault_site = sites.fault_site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
-
-
-def alive(pid: int) -> bool:
-    """Running or stopped, not gone and not a zombie waiting to be reaped."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def run_once(acme, fault_site, messages_stub, queue: str) -> None:

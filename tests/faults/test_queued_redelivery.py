@@ -11,14 +11,16 @@ from django.utils import timezone
 from runs import lifecycle
 from runs.models import Run
 from runs.tasks import execute_run
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.factories import make_run
-from tests.fault_support import QUEUE, done, events, finished
+from tests.support import workers
+from tests.support.factories import make_run
+from tests.support.launching import events, finished
+from tests.support.replies import done
+from tests.support.workers import FAULT_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_worker = fault_support.fault_worker
+fault_worker = workers.fault_worker
 
 pytestmark = [pytest.mark.worker, pytest.mark.usefixtures("fault_worker", "transactional_db")]
 
@@ -26,7 +28,7 @@ LOST_QUEUE = "nobody-consumes-this"
 
 
 def test_a_queued_run_whose_message_was_deleted_is_enqueued_again_and_runs_once(acme, messages_stub, monkeypatch):
-    monkeypatch.setattr(execute_run, "delay", lambda pk: execute_run.apply_async(args=[pk], queue=QUEUE))
+    monkeypatch.setattr(execute_run, "delay", lambda pk: execute_run.apply_async(args=[pk], queue=FAULT_QUEUE))
     messages_stub.agent(done(True, "Ran once."))
     run = make_run(acme)
     execute_run.apply_async(args=[run.pk], queue=LOST_QUEUE)
@@ -47,11 +49,11 @@ def test_a_queued_run_whose_message_was_deleted_is_enqueued_again_and_runs_once(
     assert len([request for request in messages_stub.requests if request.get("tools")]) == 1
 
     # the lost message turns up after all: the worker finds the run claimed and does nothing
-    execute_run.apply_async(args=[run.pk], queue=QUEUE)
-    execute_run.apply_async(args=[run.pk], queue=QUEUE)
+    execute_run.apply_async(args=[run.pk], queue=FAULT_QUEUE)
+    execute_run.apply_async(args=[run.pk], queue=FAULT_QUEUE)
     later = make_run(acme)  # a run queued behind them proves the worker went past both duplicates
     messages_stub.agent(done(True, "The next run."))
-    execute_run.apply_async(args=[later.pk], queue=QUEUE)
+    execute_run.apply_async(args=[later.pk], queue=FAULT_QUEUE)
     assert finished(later).status == Run.Status.SUCCEEDED
     assert len(events(run, "run.started")) == 1
     assert lifecycle.redeliver_queued_runs(timedelta(seconds=0)) == []  # a run that is no longer queued is left alone

@@ -19,15 +19,16 @@ from agent_platform.celery import app
 from runs.models import Event, Run
 from runs.routing import websocket_urlpatterns
 from runs.scripted.wire import tool_use_reply
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.conftest import WorkerProcess
-from tests.factories import make_run
-from tests.fault_support import browser, fault_worker_environment, site_url
+from tests.support import sites
+from tests.support.factories import make_run
+from tests.support.replies import browser
+from tests.support.sites import site_url
+from tests.support.workers import WorkerProcess, fault_worker_environment
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_site = fault_support.fault_site
+fault_site = sites.fault_site
 
 pytestmark = [
     pytest.mark.worker,

@@ -21,9 +21,11 @@ import pytest
 from runs.models import Run
 from runs.scripted.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.conftest import REPO, wait_for, worker_environment
-from tests.fault_support import browser
-from tests.test_runtime_failures import chromium_pids
+from tests.support.launching import wait_for
+from tests.support.paths import REPO
+from tests.support.processes import chromium_pids, command_line, descendants, group_members, stat
+from tests.support.replies import browser
+from tests.support.workers import worker_environment
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
@@ -40,50 +42,18 @@ def free_port() -> int:
 PORT, DEMO_PORT = free_port(), free_port()
 
 
-def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry.name))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
 def celery_workers(supervisor: int) -> list[int]:
     """The supervisor's worker processes (its direct children running celery)."""
     found = []
     for pid in descendants(supervisor):
         try:
-            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError):
+            args = command_line(pid)
+        except OSError:
             continue
-        if parent == supervisor and b"celery" in args and b"worker" in args:
+        process = stat(pid)
+        if process is not None and process.parent == supervisor and b"celery" in args and b"worker" in args:
             found.append(pid)
     return found
-
-
-def group_members(pgid: int) -> list[str]:
-    """`pid state command` of each live process of a process group (zombies, which only wait to be reaped, excluded)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                name, rest = (entry / "stat").read_text().rsplit(")", 1)
-                fields = rest.split()
-                if int(fields[2]) == pgid and fields[0] != "Z":
-                    members.append(f"{entry.name} {fields[0]} {name.split('(', 1)[1]}")
-            except (OSError, IndexError, ValueError):
-                continue
-    return members
 
 
 def group_alive(pgid: int) -> bool:

@@ -13,16 +13,18 @@ from agent_platform.celery import app
 from runs import lifecycle
 from runs.models import Run
 from runs.scripted.wire import tool_use_reply
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.conftest import WorkerProcess, wait_for
-from tests.factories import make_run
-from tests.fault_support import browser, enqueue, events, fault_worker_environment, site_url
-from tests.test_runtime_failures import chromium_pids
+from tests.support import sites
+from tests.support.factories import make_run
+from tests.support.launching import enqueue, events, wait_for
+from tests.support.processes import chromium_pids
+from tests.support.replies import browser
+from tests.support.sites import site_url
+from tests.support.workers import WorkerProcess, fault_worker_environment
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_site = fault_support.fault_site
+fault_site = sites.fault_site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
 

@@ -13,9 +13,10 @@ from django.utils import timezone
 from agent_platform.models import ApiKey
 from runs.models import Event, Run
 from runs.tasks import reap_stale_runs
-
-from .conftest import REPO, ApiClient, wait_for
-from .factories import make_run
+from tests.support.clients import ApiClient
+from tests.support.factories import make_run
+from tests.support.launching import wait_for
+from tests.support.paths import REPO
 
 
 def test_bad_setting_value_fails_loudly():

@@ -12,9 +12,9 @@ from runs.launch import launch_run
 from runs.models import Event, Run
 from runs.scripted.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.conftest import wait_for
-from tests.judge_support import evaluation_reply, judgment_reply, user_text
 from tests.messages_stub import AGENT_QUEUE, GRADER_QUEUE, JUDGE_QUEUE
+from tests.support.judging import evaluation_reply, judgment_reply, user_text
+from tests.support.launching import wait_for
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

@@ -10,8 +10,8 @@ from judge.outcomes import acknowledgment_message, evaluate, revision_message
 from runs.models import Event, Run
 from runs.scripted.wire import error_reply, text_reply
 from tests import messages_stub as stub_fixtures
-from tests.judge_support import FINAL_PAGE_TEXT, evaluation_reply, finished_run, user_text
 from tests.messages_stub import GRADER_QUEUE
+from tests.support.judging import FINAL_PAGE_TEXT, evaluation_reply, finished_run, user_text
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

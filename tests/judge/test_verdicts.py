@@ -10,9 +10,9 @@ from judge.models import Judgment
 from runs.models import Event, Run
 from runs.scripted.wire import error_reply, json_reply, text_reply
 from tests import messages_stub as stub_fixtures
-from tests.conftest import wait_for
-from tests.judge_support import FINAL_PAGE_TEXT, NOTICE, finished_run, judgment_reply, price_in_force, user_text
 from tests.messages_stub import JUDGE_QUEUE
+from tests.support.judging import FINAL_PAGE_TEXT, NOTICE, finished_run, judgment_reply, price_in_force, user_text
+from tests.support.launching import wait_for
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

@@ -16,9 +16,9 @@ from runs.lifecycle import mark_started
 from runs.models import Event, Run
 from runs.screenshots import save_screenshot
 from tests import messages_stub as stub_fixtures
-from tests.conftest import wait_for
-from tests.factories import make_run
-from tests.judge_support import (
+from tests.messages_stub import JUDGE_QUEUE
+from tests.support.factories import make_run
+from tests.support.judging import (
     FINAL_PAGE_TEXT,
     finished_run,
     image_blocks,
@@ -26,7 +26,7 @@ from tests.judge_support import (
     tiny_png,
     user_text,
 )
-from tests.messages_stub import JUDGE_QUEUE
+from tests.support.launching import wait_for
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

@@ -12,8 +12,7 @@ from agent_platform.asgi import application
 from runs.consumers import CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
 from runs.events import emit
 from runs.routing import websocket_urlpatterns
-
-from .factories import make_run
+from tests.support.factories import make_run
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 

@@ -16,10 +16,11 @@ from runs.agent.tracing import mask_archive
 from runs.models import Run
 from runs.scripted.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests import test_e2e_live_viewer as live_viewer
-from tests.conftest import ApiClient, wait_for
-from tests.factories import make_run
-from tests.test_e2e_live_viewer import CHROMIUM_ARGS, emit, signed_in_page, slow
+from tests.live import test_viewer as live_viewer
+from tests.live.test_viewer import CHROMIUM_ARGS, emit, signed_in_page, slow
+from tests.support.clients import ApiClient
+from tests.support.factories import make_run
+from tests.support.launching import wait_for
 
 asgi_server = live_viewer.asgi_server
 chromium = live_viewer.chromium

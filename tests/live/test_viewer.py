@@ -19,9 +19,11 @@ from runs.events import emit as emit_here
 from runs.models import Run
 from runs.scripted.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.conftest import REPO, wait_for, worker_environment
-from tests.factories import make_run, make_session
-from tests.judge_support import judgment_reply
+from tests.support.factories import make_run, make_session
+from tests.support.judging import judgment_reply
+from tests.support.launching import wait_for
+from tests.support.paths import REPO
+from tests.support.workers import worker_environment
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

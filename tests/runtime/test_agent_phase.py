@@ -1,7 +1,7 @@
 """The agent loop's phase and its next-step decision, in process: what one reply's answered tool calls lead to.
 
 The loop is real (its model profile comes from the Messages stub's Models API); no browser is opened, since the
-decision reads only the reply's results. The end-to-end runs (tests/test_runtime_limits.py, test_runtime_outcomes.py)
+decision reads only the reply's results. The end-to-end runs (tests/runtime/test_limits.py, tests/runtime/test_outcomes.py)
 cover the same transitions through a worker.
 """
 
@@ -22,7 +22,7 @@ from runs.agent.loop import (
     result_block,
 )
 from runs.models import Run
-from tests.factories import make_run
+from tests.support.factories import make_run
 
 
 def no_browser() -> Any:

@@ -2,28 +2,20 @@
 an `extraction` request of the run."""
 
 import json
-import os
-from collections.abc import Iterator
 
 import pytest
 
 from agent_platform.models import ModelRequest
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
+from runs.agent.browser import PlaywrightBrowserToolset
 from runs.agent.extraction import EXTRACT_TOOL, extract, extract_tool, page_text_of
 from runs.agent.network_guard import NetworkGuard
 from runs.scripted.wire import text_reply
-from tests.factories import make_run
+from tests.support import browsers
+from tests.support.factories import make_run
+
+host = browsers.host  # the module's browser host (a fixture)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.browser]
-
-CHROMIUM = os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium")
-
-
-@pytest.fixture(scope="module")
-def host() -> Iterator[BrowserHost]:
-    browser_host = BrowserHost(CHROMIUM)
-    yield browser_host
-    browser_host.close()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
@@ -12,14 +11,15 @@ from runs import lifecycle
 from runs.models import Run
 from runs.scripted.wire import error_reply
 from tests import messages_stub as stub_fixtures
-from tests import runtime_support
-from tests.conftest import wait_for
-from tests.factories import make_run, make_session
-from tests.runtime_support import browser, done, events, finished, launch
+from tests.support import launching, workers
+from tests.support.factories import make_run, make_session
+from tests.support.launching import events, finished, launch, wait_for
+from tests.support.processes import chromium_pids
+from tests.support.replies import browser, done
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-runtime_worker = runtime_support.runtime_worker
+runtime_worker = workers.runtime_worker
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("runtime_worker", "transactional_db")]
 
@@ -95,31 +95,6 @@ def test_a_follow_up_run_starts_with_the_sessions_cookies_and_storage(acme, site
     assert "stored: kept in local storage" in page
 
 
-def chromium_pids(root: int) -> list[int]:
-    """The browser processes (not their renderers) among the descendants of `root`."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(parent, []).append(int(entry.name))
-    found, stack = [], [root]
-    while stack:
-        pid = stack.pop()
-        for child in children.get(pid, []):
-            stack.append(child)
-            try:
-                cmdline = (Path("/proc") / str(child) / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"--remote-debugging-pipe" in cmdline and not any(arg.startswith(b"--type=") for arg in cmdline):
-                found.append(child)
-    return found
-
-
 def test_a_browser_crash_fails_the_run_with_browser_error_and_the_next_run_gets_a_fresh_browser(
     acme, site, messages_stub, runtime_worker
 ):
@@ -143,22 +118,20 @@ def test_a_browser_crash_fails_the_run_with_browser_error_and_the_next_run_gets_
     assert "Kettle" in events(after, "agent.tool_result")[0].payload["content"]
 
 
-short_limit_worker = runtime_support.short_limit_worker
+short_limit_worker = workers.short_limit_worker
 
 
 @pytest.mark.usefixtures("short_limit_worker")
 def test_a_run_past_its_wall_clock_limit_fails_with_timeout(acme, site, messages_stub):
     messages_stub.set_fallback(browser("wait", duration=3))
-    run = runtime_support.enqueue(
-        make_run(acme, start_url=f"{site}/runtime_shop.html"), queue=runtime_support.SHORT_LIMIT_QUEUE
-    )
+    run = launching.enqueue(make_run(acme, start_url=f"{site}/runtime_shop.html"), queue=workers.SHORT_LIMIT_QUEUE)
 
     run = finished(run, timeout=40)
 
     assert run.status == Run.Status.FAILED
     assert run.error_code == Run.ErrorCode.TIMEOUT
-    assert f"time limit of {runtime_support.SHORT_LIMIT_SECONDS} s" in run.error_message
+    assert f"time limit of {workers.SHORT_LIMIT_SECONDS} s" in run.error_message
     assert run.signals["turns"] >= 1
     assert run.scripted is True  # SCRIPTED_MODEL labels the runs of that worker
     assert events(run, "run.started")[0].payload["scripted"] is True
-    assert (run.finished_at - run.started_at).total_seconds() < runtime_support.SHORT_LIMIT_SECONDS + 8
+    assert (run.finished_at - run.started_at).total_seconds() < workers.SHORT_LIMIT_SECONDS + 8

@@ -5,12 +5,13 @@ import pytest
 from runs.models import Run
 from runs.scripted.wire import text_reply
 from tests import messages_stub as stub_fixtures
-from tests import runtime_support
-from tests.runtime_support import browser, done, events, finished, launch
+from tests.support import workers
+from tests.support.launching import events, finished, launch
+from tests.support.replies import browser, done
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-runtime_worker = runtime_support.runtime_worker
+runtime_worker = workers.runtime_worker
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("runtime_worker", "transactional_db")]
 

@@ -14,10 +14,10 @@ from agent_platform.models import ModelRequest
 from runs.models import Run
 from runs.scripted.wire import multi_tool_use_reply, text_reply, tool_use_block, tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.conftest import WorkerProcess, worker_environment
-from tests.factories import make_run
 from tests.messages_stub import default_route
-from tests.runtime_support import events, finished
+from tests.support.factories import make_run
+from tests.support.launching import events, finished
+from tests.support.workers import WorkerProcess, worker_environment
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub

@@ -7,12 +7,13 @@ from runs.agent.loop import add_notices
 from runs.agent.notices import NoticeTracker
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
-from tests import runtime_support
-from tests.runtime_support import browser, done, events, finished, last_tool_result_text, launch
+from tests.support import workers
+from tests.support.launching import events, finished, launch
+from tests.support.replies import browser, done, last_tool_result_text
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-runtime_worker = runtime_support.runtime_worker
+runtime_worker = workers.runtime_worker
 
 
 def kinds(lines: list[str]) -> list[str]:

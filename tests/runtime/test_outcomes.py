@@ -5,14 +5,15 @@ import pytest
 from judge.models import Outcome, OutcomeEvaluation
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
-from tests import runtime_support
-from tests.factories import make_run
-from tests.judge_support import evaluation_reply
-from tests.runtime_support import browser, done, enqueue, events, finished
+from tests.support import workers
+from tests.support.factories import make_run
+from tests.support.judging import evaluation_reply
+from tests.support.launching import enqueue, events, finished
+from tests.support.replies import browser, done
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-runtime_worker = runtime_support.runtime_worker
+runtime_worker = workers.runtime_worker
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("runtime_worker", "transactional_db")]
 

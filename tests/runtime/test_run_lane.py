@@ -16,13 +16,14 @@ from runs.models import Event, Run
 from runs.screenshots import storage_path
 from runs.usage import Answered, record_turn
 from tests import messages_stub as stub_fixtures
-from tests import runtime_support
-from tests.factories import make_run
-from tests.runtime_support import browser, done, events, finished, launch
+from tests.support import workers
+from tests.support.factories import make_run
+from tests.support.launching import events, finished, launch
+from tests.support.replies import browser, done
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-runtime_worker = runtime_support.runtime_worker
+runtime_worker = workers.runtime_worker
 
 USAGE = {"input_tokens": 1200, "output_tokens": 80, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 0}
 

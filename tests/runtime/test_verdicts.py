@@ -8,13 +8,14 @@ from agent_platform.models import ModelRequest
 from demo_site.tasks import ITEMS_SCHEMA
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
-from tests import runtime_support
-from tests.factories import make_session
-from tests.runtime_support import browser, done, events, finished, launch
+from tests.support import workers
+from tests.support.factories import make_session
+from tests.support.launching import events, finished, launch
+from tests.support.replies import browser, done
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-runtime_worker = runtime_support.runtime_worker
+runtime_worker = workers.runtime_worker
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("runtime_worker", "transactional_db")]
 

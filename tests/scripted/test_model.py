@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import anthropic
 import pytest
@@ -26,12 +25,12 @@ from runs.scripted.demo import (
     parse_products,
     scripted_model_server,
 )
+from tests.support.browsers import CHROMIUM
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 MODEL = "claude-sonnet-5-5"
 SHOP_TASK = "List the products on the first page of the demo shop with their prices.\nStart URL: http://127.0.0.1:8123/demo/shop/"
 CONTACT_TASK = "Send the demo shop a message through its contact form.\nStart URL: http://127.0.0.1:8123/demo/"
-
 
 # What Chromium's document.body.innerText gives for the demo shop's first page.
 SHOP_PAGE_TEXT = """Northwind Goods
@@ -476,7 +475,7 @@ def test_the_management_command_serves_until_terminated():
 
 @pytest.fixture(scope="module")
 def browser_host() -> Iterator[BrowserHost]:
-    host = BrowserHost(os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium"))
+    host = BrowserHost(CHROMIUM)
     yield host
     host.close()
 

@@ -12,7 +12,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from agent_platform.asgi import application
 from runs.consumers import CLOSE_UNAUTHENTICATED
 from runs.routing import websocket_urlpatterns
-from tests.factories import make_run
+from tests.support.factories import make_run
 
 # Public by design: signing in, the API (bearer keys, tested apart), the admin (its own login, tested below) and the
 # bundled demo site, which the agent's browser visits without a login.

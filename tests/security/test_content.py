@@ -11,16 +11,20 @@ from playwright.sync_api import expect
 from agent_platform.models import ApiKey
 from runs.models import Event, Run
 from runs.scripted.wire import tool_use_reply
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.conftest import ApiClient
-from tests.fault_support import CANARY_ANTHROPIC_KEY, HOSTILE, QUEUE, browser, done, dumped, finished, site_url
-from tests.test_e2e_live_viewer import asgi_server, chromium, emit, signed_in_page  # noqa: F401  (fixtures)
+from tests.live.test_viewer import asgi_server, chromium, emit, signed_in_page  # noqa: F401  (fixtures)
+from tests.support import sites, workers
+from tests.support.canaries import CANARY_ANTHROPIC_KEY, HOSTILE, dumped
+from tests.support.clients import ApiClient
+from tests.support.launching import finished
+from tests.support.replies import browser, done
+from tests.support.sites import site_url
+from tests.support.workers import FAULT_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_worker = fault_support.fault_worker
-fault_site = fault_support.fault_site
+fault_worker = workers.fault_worker
+fault_site = sites.fault_site
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API holds an event loop here
 
@@ -35,7 +39,9 @@ def hostile_run(acme, fault_worker, fault_site, messages_stub, monkeypatch):
     markup; returns the run and the API key that launched it."""
     from runs import tasks
 
-    monkeypatch.setattr(tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=QUEUE))
+    monkeypatch.setattr(
+        tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
+    )
     key = ApiKey.issue(acme, name="hostile")[1]
     messages_stub.agent(
         tool_use_reply("get_page_text", {}, toolset_name="browser", text=f"Reading {HOSTILE}"),

@@ -11,7 +11,6 @@ import base64
 import hashlib
 import http.server
 import ipaddress
-import os
 import socketserver
 import threading
 import urllib.parse
@@ -26,10 +25,12 @@ from anthropic.tools.browser import BetaToolsetCallContext
 from demo_site import server as demo_server
 from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
 from runs.agent.network_guard import NetworkGuard, address_class, parse_allowance
+from tests.support import browsers
+
+host = browsers.host  # the module's browser host (a fixture)
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium")
 PUBLIC_ADDRESS = "127.0.0.2"
 REFUSED = "Navigation refused by the network policy"
 
@@ -106,13 +107,6 @@ class WebSocketHandler(socketserver.StreamRequestHandler):
 def serve(server: socketserver.BaseServer) -> socketserver.BaseServer:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
-
-
-@pytest.fixture(scope="module")
-def host() -> Iterator[BrowserHost]:
-    browser_host = BrowserHost(CHROMIUM)
-    yield browser_host
-    browser_host.close()
 
 
 @pytest.fixture

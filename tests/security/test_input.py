@@ -1,5 +1,5 @@
 """Hostile input to the API: a 10 MB body is refused by its size before anything parses it (the fuzzing of every
-endpoint from the OpenAPI document is tests/test_api_fuzz.py)."""
+endpoint from the OpenAPI document is tests/api/test_fuzz.py)."""
 
 import time
 

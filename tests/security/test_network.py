@@ -4,14 +4,17 @@ to other hosts come back as refused tool results, refused before any connection 
 import pytest
 
 from runs.models import Run
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.fault_support import browser, done, events, finished, launch, site_url
+from tests.support import sites, workers
+from tests.support.launching import events, finished, launch
+from tests.support.replies import browser, done
+from tests.support.sites import site_url
+from tests.support.workers import FAULT_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_worker = fault_support.fault_worker
-fault_site = fault_support.fault_site
+fault_worker = workers.fault_worker
+fault_site = sites.fault_site
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("fault_worker", "transactional_db")]
 
@@ -38,7 +41,7 @@ def test_the_agent_cannot_reach_metadata_private_or_unlisted_loopback_addresses(
         browser("navigate", url=f"{site_url(fault_site)}/runtime_shop.html"),
         done(True, "Only the allowed host answered."),
     )
-    run = finished(launch(acme))
+    run = finished(launch(acme, queue=FAULT_QUEUE))
 
     assert run.status == Run.Status.SUCCEEDED
     results = refusals(run)
@@ -74,7 +77,7 @@ def test_allowed_domains_restrict_the_run_to_its_hosts(acme, fault_site, message
         browser("navigate", url="https://localhost.evil.example/"),
         done(True, "Stayed on the allowed host."),
     )
-    run = finished(launch(acme, allowed_domains=["localhost"]))
+    run = finished(launch(acme, queue=FAULT_QUEUE, allowed_domains=["localhost"]))
 
     results = refusals(run)
     assert [is_error for is_error, _ in results] == [False, True, True]

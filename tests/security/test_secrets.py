@@ -12,16 +12,19 @@ import pytest
 from runs.models import Run
 from runs.secret_box import unseal
 from runs.secrets import mask
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.conftest import ApiClient
-from tests.fault_support import QUEUE, browser, done, dumped, events, finished, site_url
-from tests.runtime_support import last_tool_result_text
+from tests.support import sites, workers
+from tests.support.canaries import dumped
+from tests.support.clients import ApiClient
+from tests.support.launching import events, finished
+from tests.support.replies import browser, done, last_tool_result_text
+from tests.support.sites import site_url
+from tests.support.workers import FAULT_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_worker = fault_support.fault_worker
-fault_site = fault_support.fault_site
+fault_worker = workers.fault_worker
+fault_site = sites.fault_site
 
 USER = "canary-user-7b1d"
 PASSWORD = "canary-pass-4e9a"
@@ -32,7 +35,9 @@ def runs_on_the_fault_worker(monkeypatch):
     """Launches go to the fault worker's queue (the launch path itself is unchanged)."""
     from runs import tasks
 
-    monkeypatch.setattr(tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=QUEUE))
+    monkeypatch.setattr(
+        tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
+    )
 
 
 def ref_of(snapshot: str, role: str, name: str) -> str:
@@ -96,7 +101,7 @@ def test_secrets_reach_the_page_and_nowhere_else(acme, acme_key, alice_client, f
         "runs list response": api.get("/runs").content.decode(),
         "run page": alice_client.get(f"/runs/{run.public_id}/").content.decode(),
         "runs list page": alice_client.get("/").content.decode(),
-        "worker log": fault_support._shared["worker"].log_path.read_text(errors="replace"),
+        "worker log": workers._shared["fault"].log_path.read_text(errors="replace"),
     }
     for where, text in exposed.items():
         assert USER not in text and PASSWORD not in text, f"a secret value appears in the {where}"

@@ -12,16 +12,18 @@ from django.db import connection
 
 from runs.models import Run
 from runs.secret_box import SEALED, SecretsUnavailable, seal, unseal
-from tests import fault_support
 from tests import messages_stub as stub_fixtures
-from tests.conftest import ApiClient
-from tests.fault_support import QUEUE, browser, done, finished, site_url
-from tests.runtime_support import last_tool_result_text
+from tests.support import sites, workers
+from tests.support.clients import ApiClient
+from tests.support.launching import finished
+from tests.support.replies import browser, done, last_tool_result_text
+from tests.support.sites import site_url
+from tests.support.workers import FAULT_QUEUE
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
-fault_worker = fault_support.fault_worker
-fault_site = fault_support.fault_site
+fault_worker = workers.fault_worker
+fault_site = sites.fault_site
 
 PASSWORD = "canary-at-rest-9f3c2e"
 
@@ -46,7 +48,9 @@ def database_dump() -> str:
 def test_a_dump_taken_mid_run_holds_no_secret_value(acme, acme_key, fault_site, messages_stub, monkeypatch):
     from runs import tasks
 
-    monkeypatch.setattr(tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=QUEUE))
+    monkeypatch.setattr(
+        tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
+    )
     taken: dict[str, str] = {}
 
     def dump_then_fill_the_password(request: dict) -> dict:

@@ -13,8 +13,8 @@ from runs.events import emit
 from runs.lifecycle import finish, mark_started
 from runs.models import Run
 from runs.scripted.wire import json_reply, tool_use_reply
-from tests.factories import make_run
 from tests.messages_stub import JUDGE_TOOL
+from tests.support.factories import make_run
 
 FINAL_PAGE_TEXT = "Acme Shop — Products: Kettle 24.90, Toaster 39.00, Mixer 89.50"
 NOTICE = "[notice] 3 action turns remain of 4."

@@ -1,23 +1,15 @@
-"""What the fault and security tests share: a worker on a queue of their own, a recording test site, run helpers."""
+"""A recording test site: the test pages over HTTP plus pages only the fault and security tests need, every request
+it answers kept so a test can prove what reached it."""
 
 import http.server
-import json
 import threading
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from runs.models import Run
-from tests import runtime_support
-from tests.conftest import PAGES, WorkerProcess, worker_environment
-from tests.factories import make_run
-from tests.runtime_support import browser, done, events, finished  # noqa: F401  (the fault tests' helpers too)
-
-QUEUE = "fault-tests"
-# Recognisable values that must never leave the places they belong to.
-CANARY_ANTHROPIC_KEY = "sk-ant-api03-CANARY-anthropic-key-0123456789"
-HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+from tests.support.canaries import HOSTILE
+from tests.support.paths import PAGES
 
 # Pages only these tests need, served beside the shared test pages.
 EXTRA_PAGES = {
@@ -108,52 +100,3 @@ def fault_site() -> RecordingSite:
 
 def site_url(site: RecordingSite, host: str = "localhost") -> str:
     return f"http://{host}:{site.server_address[1]}"
-
-
-def fault_worker_environment(extra: dict | None = None) -> dict:
-    """The fault worker's environment: only `localhost` is an allowed private host, so 127.0.0.1 stays refused; a
-    short model timeout and few retries keep model-failure tests fast; a canary Anthropic key to hunt for."""
-    return worker_environment(
-        {
-            "BROWSER_ALLOWED_PRIVATE_HOSTS": "localhost",
-            "MODEL_MAX_RETRIES": "2",
-            "MODEL_TIMEOUT_SECONDS": "2",
-            "BROWSER_ACTION_TIMEOUT_SECONDS": "1",
-            "ANTHROPIC_API_KEY": CANARY_ANTHROPIC_KEY,
-            **(extra or {}),
-        }
-    )
-
-
-@pytest.fixture(scope="session")
-def fault_worker(
-    request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
-) -> WorkerProcess:
-    """One worker for the fault and security tests, pointed at the Messages stub."""
-    if "worker" not in _shared:
-        media = tmp_path_factory.mktemp("fault-media")
-        with django_db_blocker.unblock():
-            env = fault_worker_environment({"MEDIA_ROOT": str(media)})
-        worker = WorkerProcess(env, tmp_path_factory.mktemp("fault-worker") / "worker.log", queues=QUEUE).start()
-        _shared["worker"] = worker
-        request.addfinalizer(_stop_worker)
-    return _shared["worker"]
-
-
-def _stop_worker() -> None:
-    worker = _shared.pop("worker", None)
-    if worker is not None:
-        worker.stop()
-
-
-def enqueue(run: Run, queue: str = QUEUE) -> Run:
-    """Hand a committed run to the fault tests' worker."""
-    return runtime_support.enqueue(run, queue)
-
-
-def launch(workspace, **fields) -> Run:
-    return enqueue(make_run(workspace, **fields))
-
-
-def dumped(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)

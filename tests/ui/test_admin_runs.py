@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from judge.models import Judgment
 from runs.models import Run
-from tests.conftest import client_for
-from tests.factories import make_run
+from tests.support.clients import client_for
+from tests.support.factories import make_run
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from runs.events import emit
 from runs.lifecycle import request_cancel, wait_behind_earlier_run
 from runs.models import Run
 from runs.presenters import reply_labels
-from tests.factories import make_run, make_session
+from tests.support.factories import make_run, make_session
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,7 @@ from agent_platform.models import ApiKey, ModelRequest
 from judge.models import Judgment
 from runs.events import emit
 from runs.models import Run
-
-from .factories import make_run, make_session
+from tests.support.factories import make_run, make_session
 
 SCRIPT = "<script>window.pwned=1</script>"
 SCHEMA = {
@@ -199,7 +198,7 @@ def test_owner_creates_a_key_shown_once_and_revokes_it(alice_client, acme):
 
 
 def test_member_cannot_manage_keys(acme, bob):
-    from .conftest import client_for
+    from tests.support.clients import client_for
 
     client = client_for(bob)
     assert client.post("/settings/keys/", {"name": "x"}).status_code == 403

@@ -6,19 +6,20 @@ import json
 import re
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from runs.lifecycle import finish, mark_started
 from runs.models import Run
-from tests.conftest import WorkerProcess, wait_for, worker_environment
-from tests.factories import make_run
+from tests.support.factories import make_run
+from tests.support.launching import wait_for
+from tests.support.paths import REPO
+from tests.support.workers import WorkerProcess, worker_environment
 from webhooks import services
 from webhooks.models import Attempt, Delivery, Endpoint
 
 QUEUE = "webhook-tests"
-DOC = Path(__file__).resolve().parent.parent / "docs" / "webhooks.md"
+DOC = REPO / "docs" / "webhooks.md"
 
 
 def documented_verify():
