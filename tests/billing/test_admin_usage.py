@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from agent_platform.models import ModelRequest
 from agent_platform.reports import usage_totals
-from tests.billing.test_billing import make_rows, python_sums
 from tests.support.clients import client_for
+from tests.support.usage_rows import make_rows, python_sums
 
 pytestmark = pytest.mark.django_db
 

@@ -16,34 +16,17 @@ from typing import Any
 
 import pytest
 from anthropic.tools import ToolError
-from anthropic.tools.browser import BetaToolsetCallContext
 from anthropic.types.beta import BetaToolUseBlock
 
 from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset, fingerprint_of, normalize_ref, settled
 from runs.agent.network_guard import NetworkGuard, normalize_url
 from tests.support import browsers
-from tests.support.browsers import CHROMIUM
+from tests.support.browsers import CHROMIUM, call, make_toolset
 from tests.support.processes import chromium_main_processes
 
 host = browsers.host  # the module's browser host (a fixture)
 
 pytestmark = pytest.mark.browser
-
-LOCAL_ONLY = {"127.0.0.1"}
-
-
-def make_toolset(host: BrowserHost, **kwargs: Any) -> PlaywrightBrowserToolset:
-    storage_state = kwargs.pop("storage_state", None)
-    kwargs.setdefault("network_guard", NetworkGuard(allowed_private_hosts=LOCAL_ONLY))
-
-    async def build() -> PlaywrightBrowserToolset:
-        # through the egress proxy, as the runtime opens it: every driver feature is tested behind the proxy too
-        context = await host.new_context(storage_state, network_guard=kwargs["network_guard"])
-        toolset = PlaywrightBrowserToolset(context=context, **kwargs)
-        await toolset.install_guard()
-        return toolset
-
-    return host.run(build(), timeout=30)
 
 
 @pytest.fixture
@@ -51,11 +34,6 @@ def toolset(host: BrowserHost) -> Iterator[PlaywrightBrowserToolset]:
     browser_toolset = make_toolset(host)
     yield browser_toolset
     host.run(browser_toolset.close(), timeout=30)
-
-
-def call(host: BrowserHost, toolset: PlaywrightBrowserToolset, name: str, **member_input: Any) -> list[dict[str, Any]]:
-    """One member call through the SDK pipeline, as the runtime makes it; returns the tool_result content."""
-    return host.run(toolset.call(BetaToolsetCallContext(), name, member_input), timeout=60)
 
 
 def text_of(content: list[dict[str, Any]]) -> str:

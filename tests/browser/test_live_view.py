@@ -11,8 +11,8 @@ from channels.layers import get_channel_layer
 from django.core.cache import cache
 
 from runs.agent.live_view import LiveView, live_group, mark_watched, presence_key
-from tests.browser.test_driver import call, make_toolset
 from tests.support import browsers
+from tests.support.browsers import call, make_toolset
 
 host = browsers.host  # the module's browser host (a fixture)
 

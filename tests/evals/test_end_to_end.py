@@ -13,7 +13,7 @@ from tests.support.judging import judgment_reply
 from tests.support.launching import wait_for
 from tests.support.replies import done
 from tests.support.statistics import matrix_cell, pass_at_k_by_product, wilson_by_hand
-from tests.webhooks.test_webhooks import Receiver, documented_verify
+from tests.support.webhooks import Receiver, documented_verify
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("celery_worker", "transactional_db")]
 

@@ -8,7 +8,6 @@ test database and the Messages stub.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,18 +24,13 @@ from tests.support.launching import wait_for
 from tests.support.paths import REPO
 from tests.support.processes import chromium_pids, command_line, descendants, group_members, stat
 from tests.support.replies import browser
+from tests.support.sites import free_port
 from tests.support.workers import worker_environment
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 PORT, DEMO_PORT = free_port(), free_port()

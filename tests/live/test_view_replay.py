@@ -16,24 +16,21 @@ from runs.agent.tracing import mask_archive
 from runs.models import Run
 from runs.scripted.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.live import test_viewer as live_viewer
-from tests.live.test_viewer import CHROMIUM_ARGS, emit, signed_in_page, slow
+from tests.support import live
 from tests.support.clients import ApiClient
 from tests.support.factories import make_run
 from tests.support.launching import wait_for
+from tests.support.live import CHROMIUM_ARGS, emit, signed_in_page, slow
+from tests.support.replies import browser as browser_action
 
-asgi_server = live_viewer.asgi_server
-chromium = live_viewer.chromium
+asgi_server = live.asgi_server
+chromium = live.chromium
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def browser_action(name: str, **member_input) -> dict:
-    return tool_use_reply(name, member_input, toolset_name="browser")
 
 
 def screenshot_seqs(run: Run) -> list[int]:

@@ -3,30 +3,25 @@ and the Messages stub: launch from the form, watch the run grow live, resume aft
 spend, refuse other workspaces, and show outside text as text."""
 
 import os
-import socket
-import subprocess
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.conf import settings
-from django.db import connection
-from django.test import Client
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from runs.events import emit as emit_here
 from runs.models import Run
 from runs.scripted.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
+from tests.support import live
 from tests.support.factories import make_run, make_session
 from tests.support.judging import judgment_reply
 from tests.support.launching import wait_for
-from tests.support.paths import REPO
-from tests.support.workers import worker_environment
+from tests.support.live import emit, signed_in_page, slow
+from tests.support.replies import browser as browser_action
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
+asgi_server = live.asgi_server
+chromium = live.chromium
 
 # Playwright's sync API keeps an event loop on this thread; the ORM calls between its calls are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -34,92 +29,10 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCRIPT = "<script>window.pwned=1</script>"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]  # fmt: skip
-
-
-def emit(run: Run, type: str, data: dict):
-    """Emit from another thread: this one holds Playwright's event loop, where the live push cannot run."""
-
-    def in_thread():
-        try:
-            return emit_here(run, type, data)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(in_thread).result()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def asgi_server(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Daphne serving the real ASGI application (HTTP and websockets) on the test database."""
-    port = free_port()
-    with django_db_blocker.unblock():
-        env = worker_environment()
-    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
-    log = open(log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_platform.asgi:application"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"daphne exited:\n{log_path.read_text()[-3000:]}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=20)
-    log.close()
-
-
-@pytest.fixture
-def chromium():
-    # Per test: Playwright's sync API keeps an event loop marked running in this thread while it is open, which
-    # would break every async test that runs after it.
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=settings.BROWSER_EXECUTABLE, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-def signed_in_page(chromium, asgi_server: str, user):
-    """A browser page signed in as `user` through a real session cookie."""
-    client = Client()
-    client.force_login(user)
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": asgi_server}])
-    page = context.new_page()
-    page.on("dialog", lambda dialog: dialog.dismiss())
-    return page
 
 
 def dom_seqs(page) -> list[int]:
     return page.eval_on_selector_all("#timeline [data-seq]", "nodes => nodes.map(n => Number(n.dataset.seq))")
-
-
-def slow(reply: dict, seconds: float = 1.2):
-    """A reply the stub sends after a pause, so the run is visibly running while the test watches."""
-
-    def answer(request):
-        time.sleep(seconds)
-        return reply
-
-    return answer
-
-
-def browser_action(name: str, **member_input) -> dict:
-    return tool_use_reply(name, member_input, toolset_name="browser")
 
 
 @pytest.mark.worker

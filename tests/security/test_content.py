@@ -12,11 +12,11 @@ from agent_platform.models import ApiKey
 from runs.models import Event, Run
 from runs.scripted.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.live.test_viewer import asgi_server, chromium, emit, signed_in_page  # noqa: F401  (fixtures)
 from tests.support import sites, workers
 from tests.support.canaries import CANARY_ANTHROPIC_KEY, HOSTILE, dumped
 from tests.support.clients import ApiClient
 from tests.support.launching import finished
+from tests.support.live import asgi_server, chromium, emit, signed_in_page  # noqa: F401  (fixtures)
 from tests.support.replies import browser, done
 from tests.support.sites import site_url
 from tests.support.workers import FAULT_QUEUE

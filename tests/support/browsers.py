@@ -1,11 +1,15 @@
-"""Real Chromium in the test process: the executable and a browser host shared by one test module."""
+"""Real Chromium in the test process: the executable, a browser host shared by one test module, a toolset on it and
+one member call through the SDK pipeline."""
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from anthropic.tools.browser import BetaToolsetCallContext
 
-from runs.agent.browser import BrowserHost
+from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
+from runs.agent.network_guard import NetworkGuard
 
 CHROMIUM = os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium")
 
@@ -16,3 +20,25 @@ def host() -> Iterator[BrowserHost]:
     browser_host = BrowserHost(CHROMIUM)
     yield browser_host
     browser_host.close()
+
+
+LOCAL_ONLY = {"127.0.0.1"}
+
+
+def make_toolset(host: BrowserHost, **kwargs: Any) -> PlaywrightBrowserToolset:
+    storage_state = kwargs.pop("storage_state", None)
+    kwargs.setdefault("network_guard", NetworkGuard(allowed_private_hosts=LOCAL_ONLY))
+
+    async def build() -> PlaywrightBrowserToolset:
+        # through the egress proxy, as the runtime opens it: every driver feature is tested behind the proxy too
+        context = await host.new_context(storage_state, network_guard=kwargs["network_guard"])
+        toolset = PlaywrightBrowserToolset(context=context, **kwargs)
+        await toolset.install_guard()
+        return toolset
+
+    return host.run(build(), timeout=30)
+
+
+def call(host: BrowserHost, toolset: PlaywrightBrowserToolset, name: str, **member_input: Any) -> list[dict[str, Any]]:
+    """One member call through the SDK pipeline, as the runtime makes it; returns the tool_result content."""
+    return host.run(toolset.call(BetaToolsetCallContext(), name, member_input), timeout=60)

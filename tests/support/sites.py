@@ -2,6 +2,7 @@
 it answers kept so a test can prove what reached it."""
 
 import http.server
+import socket
 import threading
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -100,3 +101,9 @@ def fault_site() -> RecordingSite:
 
 def site_url(site: RecordingSite, host: str = "localhost") -> str:
     return f"http://{host}:{site.server_address[1]}"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,20 @@ def _stop_worker(name: str) -> None:
         worker.stop()
 
 
+def _shared_worker(
+    request, tmp_path_factory, django_db_blocker, name: str, queue: str, environment: Callable[[], dict]
+) -> WorkerProcess:
+    """The session's worker called `name` on `queue`, started on first use with `environment()` (read with the
+    database unblocked) and stopped at the session's end."""
+    if name not in _shared:
+        with django_db_blocker.unblock():
+            env = environment()
+        log_path = tmp_path_factory.mktemp(f"{name}-worker") / "worker.log"
+        _shared[name] = WorkerProcess(env, log_path, queues=queue).start()
+        request.addfinalizer(lambda: _stop_worker(name))
+    return _shared[name]
+
+
 # --- the runtime tests' workers ------------------------------------------------------------------------------
 
 RUNTIME_QUEUE = "runtime-tests"
@@ -109,17 +124,15 @@ def runtime_worker(
     request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
 ) -> WorkerProcess:
     """One worker for every runtime test module, pointed at the Messages stub; retries kept few and fast."""
-    if "runtime" not in _shared:
-        media = tmp_path_factory.mktemp("runtime-media")
-        with django_db_blocker.unblock():
-            env = worker_environment({"MODEL_MAX_RETRIES": "2", "MEDIA_ROOT": str(media)})
-        worker = WorkerProcess(
-            env, tmp_path_factory.mktemp("runtime-worker") / "worker.log", queues=RUNTIME_QUEUE
-        ).start()
+    media = tmp_path_factory.mktemp("runtime-media")
+
+    def environment() -> dict:
+        return worker_environment({"MODEL_MAX_RETRIES": "2", "MEDIA_ROOT": str(media)})
+
+    worker = _shared_worker(request, tmp_path_factory, django_db_blocker, "runtime", RUNTIME_QUEUE, environment)
+    if not hasattr(worker, "media_root"):
         worker.media_root = media
-        _shared["runtime"] = worker
-        request.addfinalizer(lambda: _stop_worker("runtime"))
-    return _shared["runtime"]
+    return worker
 
 
 SHORT_LIMIT_QUEUE = "runtime-tests-short-limit"
@@ -131,19 +144,17 @@ def short_limit_worker(
     request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
 ) -> WorkerProcess:
     """A second worker whose runs have the shortest wall-clock limit, and which labels its runs scripted."""
-    if "short" not in _shared:
-        with django_db_blocker.unblock():
-            env = worker_environment(
-                {
-                    "RUN_TIME_LIMIT_SECONDS": str(SHORT_LIMIT_SECONDS),
-                    "SCRIPTED_MODEL": "true",
-                    "MEDIA_ROOT": str(tmp_path_factory.mktemp("runtime-media-short")),
-                }
-            )
-        log_path = tmp_path_factory.mktemp("runtime-worker-short") / "worker.log"
-        _shared["short"] = WorkerProcess(env, log_path, queues=SHORT_LIMIT_QUEUE).start()
-        request.addfinalizer(lambda: _stop_worker("short"))
-    return _shared["short"]
+
+    def environment() -> dict:
+        return worker_environment(
+            {
+                "RUN_TIME_LIMIT_SECONDS": str(SHORT_LIMIT_SECONDS),
+                "SCRIPTED_MODEL": "true",
+                "MEDIA_ROOT": str(tmp_path_factory.mktemp("runtime-media-short")),
+            }
+        )
+
+    return _shared_worker(request, tmp_path_factory, django_db_blocker, "short", SHORT_LIMIT_QUEUE, environment)
 
 
 # --- the fault and security tests' worker --------------------------------------------------------------------
@@ -171,11 +182,8 @@ def fault_worker(
     request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
 ) -> WorkerProcess:
     """One worker for the fault and security tests, pointed at the Messages stub."""
-    if "fault" not in _shared:
-        media = tmp_path_factory.mktemp("fault-media")
-        with django_db_blocker.unblock():
-            env = fault_worker_environment({"MEDIA_ROOT": str(media)})
-        worker = WorkerProcess(env, tmp_path_factory.mktemp("fault-worker") / "worker.log", queues=FAULT_QUEUE).start()
-        _shared["fault"] = worker
-        request.addfinalizer(lambda: _stop_worker("fault"))
-    return _shared["fault"]
+
+    def environment() -> dict:
+        return fault_worker_environment({"MEDIA_ROOT": str(tmp_path_factory.mktemp("fault-media"))})
+
+    return _shared_worker(request, tmp_path_factory, django_db_blocker, "fault", FAULT_QUEUE, environment)
