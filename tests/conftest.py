@@ -146,7 +146,7 @@ def celery_worker(request, django_db_setup, django_db_blocker, clean_broker, tmp
 @pytest.fixture(scope="session", autouse=True)
 def models_api(request):
     """Every launch asks the Models API about its model: in tests the stub answers it, from its catalogue."""
-    from runs.agent.profiles import forget_profiles
+    from agent_platform.llm import forget_profiles
 
     stub = request.getfixturevalue("messages_stub_server")
     forget_profiles()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
+from runs.presets import ITEMS_SCHEMA as SCHEMA
 from tests.support.judging import judgment_reply
 from tests.support.launching import wait_for
 from tests.support.replies import browser, done

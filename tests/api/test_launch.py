@@ -3,7 +3,7 @@
 import pytest
 
 from agent_platform.errors import ServiceError
-from judge.models import Outcome
+from runs.judging.models import Outcome
 from runs.launch import launch_run, schema_lint
 from runs.models import Run, Session
 from tests.support.factories import make_session

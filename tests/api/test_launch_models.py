@@ -7,19 +7,19 @@ import socket
 import pytest
 from django.test import override_settings
 
+from agent_platform import llm
 from agent_platform.errors import ServiceError
-from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
-from runs.agent import profiles
 from runs.launch import launch_run
 from runs.models import Event, Run
+from runs.presets import ITEMS_SCHEMA as SCHEMA
 from tests.support.factories import make_run
 
 
 @pytest.fixture(autouse=True)
 def fresh_profiles(messages_stub):
-    profiles.forget_profiles()
+    llm.forget_profiles()
     yield
-    profiles.forget_profiles()
+    llm.forget_profiles()
 
 
 def launch(api, **body):

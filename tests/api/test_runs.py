@@ -6,10 +6,10 @@ import pytest
 from django.utils import timezone
 
 from agent_platform.models import ModelRequest
-from demo_site.tasks import ITEMS_SCHEMA as SCHEMA
-from judge.models import Judgment, Outcome, OutcomeEvaluation
 from runs.events import emit
+from runs.judging.models import Judgment, Outcome, OutcomeEvaluation
 from runs.models import Run, Session
+from runs.presets import ITEMS_SCHEMA as SCHEMA
 from tests.support.factories import make_run, make_session
 
 

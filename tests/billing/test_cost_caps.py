@@ -86,7 +86,7 @@ def test_the_run_page_shows_spend_against_the_cap_and_what_context_management_dr
 
 def test_headroom_is_the_nearer_of_the_run_cap_and_the_workspace_monthly_cap(acme):
     from agent_platform.models import ModelRequest
-    from runs.agent.spending import headroom
+    from runtime.spending import headroom
     from tests.support.factories import make_run
 
     run = make_run(acme, max_cost_usd=Decimal("0.05"), cost_usd=Decimal("0.02"))
@@ -107,7 +107,7 @@ def test_headroom_is_the_nearer_of_the_run_cap_and_the_workspace_monthly_cap(acm
 def test_the_next_request_is_estimated_from_the_last_one_at_the_price_in_force():
     from datetime import UTC, datetime
 
-    from runs.agent.spending import LastRequest, estimate
+    from runtime.spending import LastRequest, estimate
 
     at = datetime(2026, 11, 30, tzinfo=UTC)
     last = LastRequest(prompt_tokens=100_000, output_tokens=500, estimated_tokens=90_000)

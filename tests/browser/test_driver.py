@@ -18,8 +18,12 @@ import pytest
 from anthropic.tools import ToolError
 from anthropic.types.beta import BetaToolUseBlock
 
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset, fingerprint_of, normalize_ref, settled
-from runs.agent.network_guard import NetworkGuard, normalize_url
+from agent_platform.netpolicy import normalize_url
+from runtime.browser.host import BrowserHost
+from runtime.browser.navigation import settled
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.parsing import fingerprint_of, normalize_ref
+from runtime.browser.toolset import PlaywrightBrowserToolset
 from tests.support import browsers
 from tests.support.browsers import CHROMIUM, call, make_toolset
 from tests.support.processes import chromium_main_processes

@@ -10,7 +10,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.cache import cache
 
-from runs.agent.live_view import LiveView, live_group, mark_watched, presence_key
+from runs.live import live_group, mark_watched, presence_key
+from runtime.browser.live_view import LiveView
 from tests.support import browsers
 from tests.support.browsers import call, make_toolset
 

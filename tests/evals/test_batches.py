@@ -10,7 +10,7 @@ from django.utils import timezone
 from evals import stats
 from evals.models import Batch, BatchConfig, BatchRun
 from evals.services import parse_suite
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Run
 from tests.support.statistics import matrix_cell, pass_at_k_by_product, wilson_by_hand
 

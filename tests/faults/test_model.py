@@ -4,7 +4,7 @@ import pytest
 
 from agent_platform.models import ModelRequest
 from runs.models import Run
-from runs.scripted.wire import WireError, dropped_connection, error_reply
+from scripted_api.wire import WireError, dropped_connection, error_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import sites, workers
 from tests.support.launching import events, finished, launch

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from runs.agent.browser_reaper import reap_orphans
 from runs.models import Run
+from runtime.browser.reaper import reap_orphans
 from tests import messages_stub as stub_fixtures
 from tests.support import sites
 from tests.support.factories import make_run

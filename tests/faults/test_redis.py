@@ -18,7 +18,7 @@ from redis.exceptions import RedisError
 from agent_platform.celery import app
 from runs.models import Event, Run
 from runs.routing import websocket_urlpatterns
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import sites
 from tests.support.factories import make_run

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from runs.models import Run
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support.launching import wait_for
 from tests.support.paths import REPO

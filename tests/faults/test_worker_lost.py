@@ -12,7 +12,7 @@ import pytest
 from agent_platform.celery import app
 from runs import lifecycle
 from runs.models import Run
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import sites
 from tests.support.factories import make_run

@@ -7,12 +7,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from judge.models import Judgment, OutcomeEvaluation
+from runs.judging.models import Judgment, OutcomeEvaluation
 from runs.launch import launch_run
 from runs.models import Event, Run
-from runs.scripted.wire import tool_use_reply
+from scripted_api.stub import AGENT_QUEUE, GRADER_QUEUE, JUDGE_QUEUE
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.messages_stub import AGENT_QUEUE, GRADER_QUEUE, JUDGE_QUEUE
 from tests.support.judging import evaluation_reply, judgment_reply, user_text
 from tests.support.launching import wait_for
 

@@ -5,12 +5,12 @@ from django.db import connection
 from django.utils import timezone
 
 from agent_platform.models import ModelRequest
-from judge.models import Outcome, OutcomeEvaluation
-from judge.outcomes import acknowledgment_message, evaluate, revision_message
+from runs.judging.models import Outcome, OutcomeEvaluation
+from runs.judging.outcomes import acknowledgment_message, evaluate, revision_message
 from runs.models import Event, Run
-from runs.scripted.wire import error_reply, text_reply
+from scripted_api.stub import GRADER_QUEUE
+from scripted_api.wire import error_reply, text_reply
 from tests import messages_stub as stub_fixtures
-from tests.messages_stub import GRADER_QUEUE
 from tests.support.judging import FINAL_PAGE_TEXT, evaluation_reply, finished_run, user_text
 
 messages_stub_server = stub_fixtures.messages_stub_server

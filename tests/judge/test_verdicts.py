@@ -6,11 +6,11 @@ import pytest
 from django.conf import settings
 
 from agent_platform.models import ModelRequest
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Event, Run
-from runs.scripted.wire import error_reply, json_reply, text_reply
+from scripted_api.stub import JUDGE_QUEUE
+from scripted_api.wire import error_reply, json_reply, text_reply
 from tests import messages_stub as stub_fixtures
-from tests.messages_stub import JUDGE_QUEUE
 from tests.support.judging import FINAL_PAGE_TEXT, NOTICE, finished_run, judgment_reply, price_in_force, user_text
 from tests.support.launching import wait_for
 

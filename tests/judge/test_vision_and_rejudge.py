@@ -8,15 +8,15 @@ from django.core.files.storage import default_storage
 
 from agent_platform import ids
 from agent_platform.errors import ServiceError
+from agent_platform.llm import model_profile
 from agent_platform.models import ModelRequest
-from judge.models import Judgment
-from judge.services import request_rejudge
-from runs.agent.model import model_profile
+from runs.judging.models import Judgment
+from runs.judging.services import request_rejudge
 from runs.lifecycle import mark_started
 from runs.models import Event, Run
 from runs.screenshots import save_screenshot
+from scripted_api.stub import JUDGE_QUEUE
 from tests import messages_stub as stub_fixtures
-from tests.messages_stub import JUDGE_QUEUE
 from tests.support.factories import make_run
 from tests.support.judging import (
     FINAL_PAGE_TEXT,

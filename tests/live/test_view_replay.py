@@ -12,9 +12,9 @@ from django.conf import settings
 from django.test import Client
 from playwright.sync_api import expect, sync_playwright
 
-from runs.agent.tracing import mask_archive
 from runs.models import Run
-from runs.scripted.wire import tool_use_reply
+from runtime.browser.tracing import mask_archive
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import live
 from tests.support.clients import ApiClient

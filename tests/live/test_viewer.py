@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from runs.models import Run
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import live
 from tests.support.factories import make_run, make_session

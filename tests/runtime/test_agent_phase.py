@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from anthropic.types.beta import BetaToolUseBlock
 
-from runs.agent import notices, prompts
-from runs.agent.evaluation import NoOutcomes
-from runs.agent.loop import (
+from runs.evaluation import NoOutcomes
+from runs.models import Run
+from runtime import notices, prompts
+from runtime.loop import (
     VERDICT_CORRECTIONS,
     AgentLoop,
     CallResult,
@@ -21,7 +22,6 @@ from runs.agent.loop import (
     ReplyCalls,
     result_block,
 )
-from runs.models import Run
 from tests.support.factories import make_run
 
 

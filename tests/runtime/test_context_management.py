@@ -7,7 +7,7 @@ import json
 import struct
 from dataclasses import dataclass
 
-from runs.agent.context import (
+from runtime.context import (
     CLEAR_TOOL_USES,
     COMPACT,
     MAX_IMAGES,

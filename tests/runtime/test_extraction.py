@@ -6,10 +6,10 @@ import json
 import pytest
 
 from agent_platform.models import ModelRequest
-from runs.agent.browser import PlaywrightBrowserToolset
-from runs.agent.extraction import EXTRACT_TOOL, extract, extract_tool, page_text_of
-from runs.agent.network_guard import NetworkGuard
-from runs.scripted.wire import text_reply
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.toolset import PlaywrightBrowserToolset
+from runtime.extraction import EXTRACT_TOOL, extract, extract_tool, page_text_of
+from scripted_api.wire import text_reply
 from tests.support import browsers
 from tests.support.factories import make_run
 

@@ -9,7 +9,7 @@ import pytest
 from agent_platform.models import ModelRequest
 from runs import lifecycle
 from runs.models import Run
-from runs.scripted.wire import error_reply
+from scripted_api.wire import error_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import launching, workers
 from tests.support.factories import make_run, make_session

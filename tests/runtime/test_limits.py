@@ -3,7 +3,7 @@
 import pytest
 
 from runs.models import Run
-from runs.scripted.wire import text_reply
+from scripted_api.wire import text_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import workers
 from tests.support.launching import events, finished, launch

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from agent_platform.models import ModelRequest
 from runs.models import Run
-from runs.scripted.wire import multi_tool_use_reply, text_reply, tool_use_block, tool_use_reply
+from scripted_api.stub import default_route
+from scripted_api.wire import multi_tool_use_reply, text_reply, tool_use_block, tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.messages_stub import default_route
 from tests.support.factories import make_run
 from tests.support.launching import events, finished
 from tests.support.workers import WorkerProcess, worker_environment

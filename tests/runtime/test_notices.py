@@ -2,10 +2,10 @@
 
 import pytest
 
-from runs.agent import notices
-from runs.agent.loop import add_notices
-from runs.agent.notices import NoticeTracker
 from runs.models import Run
+from runtime import notices
+from runtime.loop import add_notices
+from runtime.notices import NoticeTracker
 from tests import messages_stub as stub_fixtures
 from tests.support import workers
 from tests.support.launching import events, finished, launch

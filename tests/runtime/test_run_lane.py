@@ -11,10 +11,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agent_platform.models import ModelRequest
-from runs.agent.lane import Lane, LaneFailed
 from runs.models import Event, Run
 from runs.screenshots import storage_path
 from runs.usage import Answered, record_turn
+from runtime.lane import Lane, LaneFailed
 from tests import messages_stub as stub_fixtures
 from tests.support import workers
 from tests.support.factories import make_run

@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from runs.models import Run
-from runs.scripted.wire import empty_reply, max_tokens_reply, refusal_reply, text_reply, tool_use_block
+from scripted_api.wire import empty_reply, max_tokens_reply, refusal_reply, text_reply, tool_use_block
 from tests import messages_stub as stub_fixtures
 from tests.support import workers
 from tests.support.launching import events, finished, launch

@@ -10,8 +10,9 @@ import pytest
 from anthropic.types import TextBlock, ToolUseBlock
 from anthropic.types.beta import BetaToolUseBlock
 
-from judge.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
-from runs.scripted.wire import (
+from runs.judging.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
+from scripted_api.stub import GRADER_TOOL, JUDGE_TOOL, MessagesStub
+from scripted_api.wire import (
     WireServer,
     dropped_connection,
     empty_reply,
@@ -27,7 +28,6 @@ from runs.scripted.wire import (
     tool_use_reply,
 )
 from tests import messages_stub as stub_fixtures
-from tests.messages_stub import GRADER_TOOL, JUDGE_TOOL, MessagesStub
 
 # The fixtures, bound here until the shared conftest imports them for every test module.
 messages_stub_server = stub_fixtures.messages_stub_server
@@ -395,7 +395,7 @@ def test_a_request_breaking_a_rule_is_refused_with_the_rules_name(messages_stub,
 
 
 def test_every_rule_the_stub_enforces_has_a_breaking_request():
-    from runs.scripted.validation import RULES
+    from scripted_api.validation import RULES
 
     thinking_rules = {"thinking_signature", "thinking_kept"}  # need an issued block: see the tests below
     assert set(RULES) == set(RULE_BREAKERS) | thinking_rules | {"request_too_large"}
@@ -597,7 +597,7 @@ def test_the_minimum_cacheable_prompt_is_512_tokens_on_sonnet_5_5_and_1024_elsew
 
 
 def test_images_count_by_their_pixel_size(messages_stub):
-    from runs.scripted.validation import image_tokens
+    from scripted_api.validation import image_tokens
 
     wide = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\x0dIHDR" + struct.pack(">II", 1500, 750)).decode()
 

@@ -11,11 +11,12 @@ import anthropic
 import pytest
 from anthropic.tools.browser import BetaToolsetCallContext
 
-from demo_site.tasks import ITEMS_SCHEMA
 from demo_site.views import PRODUCTS
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
-from runs.agent.network_guard import NetworkGuard
-from runs.scripted.demo import (
+from runs.presets import ITEMS_SCHEMA
+from runtime.browser.host import BrowserHost
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.toolset import PlaywrightBrowserToolset
+from scripted_api.demo import (
     DONE_TOOL,
     JUDGE_TOOL,
     UNKNOWN_TASK_OUTPUT,

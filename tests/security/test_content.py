@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from agent_platform.models import ApiKey
 from runs.models import Event, Run
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import sites, workers
 from tests.support.canaries import CANARY_ANTHROPIC_KEY, HOSTILE, dumped

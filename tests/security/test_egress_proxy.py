@@ -22,9 +22,11 @@ import pytest
 from anthropic.tools import ToolError
 from anthropic.tools.browser import BetaToolsetCallContext
 
+from agent_platform.netpolicy import address_class, parse_allowance
 from demo_site import server as demo_server
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
-from runs.agent.network_guard import NetworkGuard, address_class, parse_allowance
+from runtime.browser.host import BrowserHost
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.toolset import PlaywrightBrowserToolset
 from tests.support import browsers
 
 host = browsers.host  # the module's browser host (a fixture)

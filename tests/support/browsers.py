@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from anthropic.tools.browser import BetaToolsetCallContext
 
-from runs.agent.browser import BrowserHost, PlaywrightBrowserToolset
-from runs.agent.network_guard import NetworkGuard
+from runtime.browser.host import BrowserHost
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.toolset import PlaywrightBrowserToolset
 
 CHROMIUM = os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium")
 

@@ -12,8 +12,8 @@ from agent_platform.models import Price
 from runs.events import emit
 from runs.lifecycle import finish, mark_started
 from runs.models import Run
-from runs.scripted.wire import json_reply, tool_use_reply
-from tests.messages_stub import JUDGE_TOOL
+from scripted_api.stub import JUDGE_TOOL
+from scripted_api.wire import json_reply, tool_use_reply
 from tests.support.factories import make_run
 
 FINAL_PAGE_TEXT = "Acme Shop — Products: Kettle 24.90, Toaster 39.00, Mixer 89.50"

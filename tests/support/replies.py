@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 
 
 def browser(name: str, *, thinking: str | None = None, **member_input: Any) -> dict:

@@ -14,8 +14,8 @@ from django.urls import reverse
 
 from agent_platform.admin import dollars
 from agent_platform.models import ApiKey, Membership, Price, Workspace
-from judge.models import Judgment
 from runs.events import emit
+from runs.judging.models import Judgment
 from runs.lifecycle import request_cancel, wait_behind_earlier_run
 from runs.models import Run
 from runs.presenters import reply_labels

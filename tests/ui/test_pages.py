@@ -5,8 +5,8 @@ import json
 import pytest
 
 from agent_platform.models import ApiKey, ModelRequest
-from judge.models import Judgment
 from runs.events import emit
+from runs.judging.models import Judgment
 from runs.models import Run
 from tests.support.factories import make_run, make_session
 

@@ -11,7 +11,7 @@ from tests.support.factories import make_run
 from tests.support.launching import wait_for
 from tests.support.webhooks import Receiver, documented_verify
 from tests.support.workers import WorkerProcess, worker_environment
-from webhooks import services
+from webhooks import sending, services
 from webhooks.models import Attempt, Delivery, Endpoint
 
 QUEUE = "webhook-tests"
@@ -109,7 +109,7 @@ def test_a_delivery_to_an_internal_address_is_refused_by_policy_before_any_conne
     # An endpoint that predates the policy (written directly): the attempt must still refuse it, sending nothing.
     endpoint = Endpoint.objects.create(workspace=acme, url="http://169.254.169.254/hook", events=["run.finished"])
     delivery = Delivery.objects.create(endpoint=endpoint, event_type="run.finished", body="{}")
-    assert services.attempt(delivery.pk, 1) is None, "no retry is scheduled"
+    assert sending.attempt(delivery.pk, 1) is None, "no retry is scheduled"
     delivery.refresh_from_db()
     attempt = delivery.attempt_log.get()
     assert delivery.status == Delivery.Status.FAILED and attempt.response_code is None
@@ -119,10 +119,10 @@ def test_a_delivery_to_an_internal_address_is_refused_by_policy_before_any_conne
 
 @pytest.mark.django_db
 def test_retries_back_off_exponentially_within_a_day(settings):
-    assert [services.retry_delay(n) for n in range(1, 9)] == [30, 60, 120, 240, 480, 960, 1800, 1800]
+    assert [sending.retry_delay(n) for n in range(1, 9)] == [30, 60, 120, 240, 480, 960, 1800, 1800]
     schedule, elapsed = [], 0
-    while elapsed + services.retry_delay(len(schedule) + 1) <= settings.WEBHOOK_RETRY_WINDOW_SECONDS:
-        elapsed += services.retry_delay(len(schedule) + 1)
+    while elapsed + sending.retry_delay(len(schedule) + 1) <= settings.WEBHOOK_RETRY_WINDOW_SECONDS:
+        elapsed += sending.retry_delay(len(schedule) + 1)
         schedule.append(elapsed)
     assert 23 * 3600 < schedule[-1] <= 24 * 3600, "retries go on for (nearly) 24 hours"
 
@@ -143,8 +143,8 @@ def test_charlie_sees_no_acme_endpoint_or_delivery(api, umbrella_api, charlie_cl
 def test_run_judged_becomes_a_delivery_only_for_endpoints_subscribed_to_it(
     acme, umbrella, settings, django_capture_on_commit_callbacks
 ):
-    from judge.models import Judgment
     from runs.events import emit
+    from runs.judging.models import Judgment
 
     settings.WEBHOOK_QUEUE = "webhook-tests-unconsumed"  # this test reads the recorded body; nothing is sent
     judged = Endpoint.objects.create(workspace=acme, url="https://hooks.example.com/a", events=["run.judged"])
