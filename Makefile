@@ -64,7 +64,7 @@ screenshots: $(VENV)/.installed-test
 	$(BIN)/python scripts/screenshots.py
 
 # Benchmarks measure the platform's own cost on PostgreSQL + Redis; docs/benchmarks.md holds the results. Every
-# script of bench/ runs here (tests/test_bench_target.py checks it); _common.py, _runtime.py and make_fixtures.py are
+# script of bench/ runs here (tests/foundation/test_bench_target.py checks it); _common.py, _runtime.py and make_fixtures.py are
 # the modules they import (token_economy.py writes its fixture pages with make_fixtures).
 bench: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/bench
 bench: export REDIS_URL ?= redis://127.0.0.1:6379/8

@@ -1,12 +1,10 @@
-"""Shared fixtures: the personas every test uses, and a real Celery worker process on the test database."""
+"""Shared fixtures: the personas every test uses, and a real Celery worker process on the test database.
+
+Only fixtures every test needs belong here. Test files go into the folder of their subject and helpers into
+tests/support/, one module per concern: tests/README.md says which subject goes where."""
 
 import http.server
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,15 +12,13 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.db import connection
 from django.test import Client
 
 from agent_platform.models import ApiKey, Membership, Workspace
 from tests.messages_stub import messages_stub, messages_stub_server  # noqa: F401  (fixtures for every test)
-
-REPO = Path(__file__).resolve().parent.parent
-PAGES = REPO / "tests" / "pages"
+from tests.support.clients import ApiClient, client_for, make_user
+from tests.support.paths import PAGES
+from tests.support.workers import WorkerProcess, worker_environment
 
 
 @pytest.fixture
@@ -33,13 +29,6 @@ def acme(db) -> Workspace:
 @pytest.fixture
 def umbrella(db) -> Workspace:
     return Workspace.objects.create(name="Umbrella", slug="umbrella")
-
-
-def make_user(username: str, workspace: Workspace | None, role: str = Membership.Role.MEMBER):
-    user = get_user_model().objects.create_user(username=username, password=f"{username}-password-123")
-    if workspace is not None:
-        Membership.objects.create(user=user, workspace=workspace, role=role)
-    return user
 
 
 @pytest.fixture
@@ -58,12 +47,6 @@ def bob(acme):
 def charlie(umbrella):
     """A member of another workspace only: refused everything of Acme's."""
     return make_user("charlie", umbrella)
-
-
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -85,30 +68,6 @@ def acme_key(acme) -> str:
 @pytest.fixture
 def umbrella_key(umbrella) -> str:
     return ApiKey.issue(umbrella, name="tests")[1]
-
-
-class ApiClient:
-    """Django's test client with a bearer key and JSON bodies."""
-
-    def __init__(self, key: str | None):
-        self.client = Client()
-        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
-
-    def _call(self, method: str, path: str, body=None, headers: dict | None = None, raw: str | None = None):
-        import json
-
-        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-        kwargs = {"headers": {**self.headers, **(headers or {})}}
-        if data is not None:
-            kwargs["data"] = data
-            kwargs["content_type"] = "application/json"
-        return getattr(self.client, method)(f"/api/v1{path}", **kwargs)
-
-    def get(self, path: str, **kwargs):
-        return self._call("get", path, **kwargs)
-
-    def post(self, path: str, body=None, **kwargs):
-        return self._call("post", path, body, **kwargs)
 
 
 @pytest.fixture
@@ -167,77 +126,6 @@ def site() -> Iterator[str]:
 # --- a real Celery worker ------------------------------------------------------------------------------------
 
 
-def worker_environment(extra: dict | None = None) -> dict:
-    """The environment of a worker subprocess: this test session's database, broker and model endpoint."""
-    db = connection.settings_dict
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
-            "REDIS_URL": settings.REDIS_URL,
-            "PYTHONUNBUFFERED": "1",
-            # The test pages are served on ephemeral ports of 127.0.0.1, so the workers allow that host on every
-            # port (the default allowance is the demo site's port only); tests of the default pass their own.
-            "BROWSER_ALLOWED_PRIVATE_HOSTS": os.environ.get("BROWSER_ALLOWED_PRIVATE_HOSTS", "127.0.0.1"),
-        }
-    )
-    if db["ENGINE"].endswith("postgresql"):
-        env["DATABASE_URL"] = (
-            f"postgres://{db['USER']}:{db.get('PASSWORD') or ''}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-        )
-    else:
-        env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
-    env.update(extra or {})
-    return env
-
-
-class WorkerProcess:
-    """A `celery worker` subprocess; by default it consumes every queue, as `make run` starts it. Tests that need a
-    worker with another environment give it a queue of its own, so no other worker takes their runs."""
-
-    def __init__(self, env: dict, log_path: Path, concurrency: int = 4, queues: str = "runs,judge,default"):
-        self.env = env
-        self.log_path = log_path
-        self.concurrency = concurrency
-        self.queues = queues
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> "WorkerProcess":
-        self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queues,
-             "--pool", "threads", "--concurrency", str(self.concurrency), "--without-mingle", "--without-gossip",
-             "--loglevel", "INFO", "-n", f"tests-{self.queues}-{time.monotonic_ns()}@%h"],
-            cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        self.wait_ready()
-        return self
-
-    def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"celery worker exited early:\n{self.log_path.read_text()[-4000:]}")
-            if b"ready." in self.log_path.read_bytes():
-                return
-            time.sleep(0.2)
-        raise RuntimeError(f"celery worker not ready in {timeout}s:\n{self.log_path.read_text()[-4000:]}")
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, sig)
-            self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
-
-
 @pytest.fixture(scope="session")
 def clean_broker():
     """Start each session with empty queues, so no task of an earlier session reaches this one's worker."""
@@ -263,14 +151,3 @@ def models_api(request):
     stub = request.getfixturevalue("messages_stub_server")
     forget_profiles()
     yield stub
-
-
-def wait_for(predicate, timeout: float = 30, interval: float = 0.1, message: str = "condition"):
-    """Poll until predicate() is truthy and return its value; fail the test with `message` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout}s waiting for {message}")

@@ -1,0 +1,150 @@
+"""`make run`'s supervisor (scripts/run.py) when its worker is SIGKILLed mid-run: the web stays up, a new worker comes
+up, the run ends worker_lost, nothing of the dead worker is left running, and SIGTERM stops everything cleanly.
+
+Runs the real supervisor in a scratch directory on this helper's own ports, with its embedded Redis, against the
+test database and the Messages stub.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from runs.models import Run
+from scripted_api.wire import tool_use_reply
+from tests import messages_stub as stub_fixtures
+from tests.support.launching import wait_for
+from tests.support.paths import REPO
+from tests.support.processes import chromium_pids, command_line, descendants, group_members, stat
+from tests.support.replies import browser
+from tests.support.sites import free_port
+from tests.support.workers import worker_environment
+
+messages_stub_server = stub_fixtures.messages_stub_server
+messages_stub = stub_fixtures.messages_stub
+
+pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
+
+
+PORT, DEMO_PORT = free_port(), free_port()
+
+
+def celery_workers(supervisor: int) -> list[int]:
+    """The supervisor's worker processes (its direct children running celery)."""
+    found = []
+    for pid in descendants(supervisor):
+        try:
+            args = command_line(pid)
+        except OSError:
+            continue
+        process = stat(pid)
+        if process is not None and process.parent == supervisor and b"celery" in args and b"worker" in args:
+            found.append(pid)
+    return found
+
+
+def group_alive(pgid: int) -> bool:
+    return bool(group_members(pgid))
+
+
+def get(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except OSError:
+        return 0
+
+
+def test_the_supervisor_restarts_a_killed_worker_and_the_run_ends_worker_lost(
+    acme_key, messages_stub, messages_stub_server, tmp_path
+):
+    thinking, release = threading.Event(), threading.Event()
+
+    def slow_model(request: dict) -> dict:
+        thinking.set()
+        release.wait(120)  # the worker is killed while it waits for this answer
+        return tool_use_reply("done", {"success": True, "output": "too late"})
+
+    messages_stub.agent(browser("get_page_text"), slow_model)
+    env = worker_environment(
+        {
+            "PILOTHOUSE_VAR_DIR": str(tmp_path / "var"),
+            "PORT": str(PORT),
+            "DEMO_PORT": str(DEMO_PORT),
+            "ANTHROPIC_API_KEY": "sk-test-supervisor",
+            "RUN_STALE_AFTER_SECONDS": "5",
+            "WORKER_CONCURRENCY": "2",
+        }
+    )
+    env.pop("REDIS_URL")  # the supervisor's own embedded Redis, as `make run` starts it
+    log_path = tmp_path / "run.log"
+    with open(log_path, "wb") as log:
+        supervisor = subprocess.Popen(
+            [sys.executable, "scripts/run.py"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    groups: set[int] = set()
+    try:
+        wait_for(lambda: b"Pilothouse is up" in log_path.read_bytes(), timeout=180, message="make run to come up")
+        groups = {pid for pid in descendants(supervisor.pid) if os.getpgid(pid) == pid}
+        (worker,) = celery_workers(supervisor.pid)
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{PORT}/api/v1/runs",
+            data=json.dumps(
+                {"task": "Read the shop.", "start_url": f"http://127.0.0.1:{DEMO_PORT}/demo/shop/"}
+            ).encode(),
+            headers={"Authorization": f"Bearer {acme_key}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            run_id = json.loads(response.read())["id"]
+        assert thinking.wait(120), "the run never reached its second model request"
+        browsers = chromium_pids(worker)
+        assert browsers
+
+        os.kill(worker, signal.SIGKILL)
+
+        wait_for(lambda: b"worker exited with code -9; restarting" in log_path.read_bytes(), timeout=20,
+                 message="the supervisor to notice")  # fmt: skip
+        assert get(f"http://127.0.0.1:{PORT}/login/") == 200, "the web stays up"
+        assert supervisor.poll() is None
+        new_worker = wait_for(
+            lambda: [pid for pid in celery_workers(supervisor.pid) if pid != worker], timeout=60, message="a new worker"
+        )
+        wait_for(lambda: not group_alive(worker), timeout=20, message="the dead worker's group to be empty")
+        wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in browsers), timeout=30,
+                 message="the dead worker's Chromium to be gone")  # fmt: skip
+        run = wait_for(
+            lambda: Run.objects.filter(public_id=run_id, status=Run.Status.FAILED).first(),
+            timeout=120,
+            interval=1,
+            message="the restarted worker's reaper to end the run",
+        )
+        assert run.error_code == Run.ErrorCode.WORKER_LOST
+        assert celery_workers(supervisor.pid) == new_worker
+        groups |= set(new_worker)
+        assert get(f"http://127.0.0.1:{DEMO_PORT}/demo/shop/") == 200
+    finally:
+        release.set()
+        if supervisor.poll() is None:
+            os.kill(supervisor.pid, signal.SIGTERM)
+        try:
+            code = supervisor.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(supervisor.pid, signal.SIGKILL)
+            code = supervisor.wait()
+        time.sleep(1)
+        leftovers = [member for pgid in groups for member in group_members(pgid)]
+        for pgid in groups:  # cleaned up either way, then reported below
+            if group_alive(pgid):
+                os.killpg(pgid, signal.SIGKILL)
+
+    assert code == 0, log_path.read_text()[-3000:]
+    assert b"stopping web" in log_path.read_bytes()
+    assert leftovers == [], "every process group of the platform is gone after SIGTERM"

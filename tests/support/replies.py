@@ -1,0 +1,22 @@
+"""The agent's replies, as the Messages stub serves them, and what a test reads back from the runtime's requests."""
+
+from typing import Any
+
+from scripted_api.wire import tool_use_reply
+
+
+def browser(name: str, *, thinking: str | None = None, **member_input: Any) -> dict:
+    """A reply calling one browser member, after a thinking block (signed by the stub) when `thinking` is given."""
+    return tool_use_reply(name, member_input, toolset_name="browser", thinking=thinking)
+
+
+def done(success: bool = True, output: str = "Finished.", *, thinking: str | None = None, **extra: Any) -> dict:
+    return tool_use_reply("done", {"success": success, "output": output, **extra}, thinking=thinking)
+
+
+def last_tool_result_text(request: dict) -> str:
+    """The text of the last tool_result in a request's last user message (where the runtime puts its notices)."""
+    content = request["messages"][-1]["content"]
+    results = [block for block in content if block.get("type") == "tool_result"]
+    blocks = results[-1]["content"] if results else []
+    return "\n".join(block.get("text", "") for block in blocks if block.get("type") == "text")
