@@ -24,8 +24,8 @@ from channels_redis.core import RedisChannelLayer
 from django.test import Client
 
 from agent_platform.redis_clients import channel_layer_host
-from runs.agent.live_view import live_group
 from runs.events import emit, run_group, workspace_group
+from runs.live import live_group
 from tests.conftest import REPO, make_user, worker_environment
 from tests.factories import make_run
 

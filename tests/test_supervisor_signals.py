@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from runs.scripted.wire import tool_use_reply
+from scripted_api.wire import tool_use_reply
 from scripts.run import SCRIPTED_MODEL_PORT_OFFSET, scripted_model_port
 from tests import messages_stub as stub_fixtures
 from tests.conftest import REPO, wait_for, worker_environment
