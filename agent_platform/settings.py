@@ -10,6 +10,8 @@ from urllib.parse import urlparse
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from agent_platform import redis_clients
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PILOTHOUSE_VAR_DIR", BASE_DIR / "var"))
 
@@ -179,10 +181,12 @@ if _redis.scheme not in ("redis", "rediss", "unix"):
 # A Unix socket (the embedded server of `make run`) is spelled differently by kombu and by redis-py.
 CELERY_BROKER_URL = f"redis+socket://{_redis.path}" if _redis.scheme == "unix" else REDIS_URL
 
+# Every Redis client sets its socket and connect timeouts and health checks itself (agent_platform/redis_clients.py
+# says why): a blocking read must never race its own socket timeout, whatever redis-py's defaults are this year.
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+        "CONFIG": {"hosts": [redis_clients.channel_layer_host(REDIS_URL)], "capacity": 1500, "expiry": 30},
     }
 }
 
@@ -192,6 +196,7 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "pilothouse",
+        "OPTIONS": redis_clients.cache_options(REDIS_URL),
     }
 }
 
@@ -212,7 +217,12 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis hands an unacknowledged message to another worker after this long: longer than any run, so a running run's
 # message is never delivered twice (and every countdown, like a webhook's retry, must stay below it).
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": RUN_TIME_LIMIT_SECONDS + 600}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": RUN_TIME_LIMIT_SECONDS + 600,
+    **redis_clients.broker_transport_options(REDIS_URL),
+}
+# No result backend (results are ignored; runs write theirs to the database), so the redis_* result-backend timeouts
+# have nothing to configure.
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "runs.tasks.*": {"queue": "runs"},

@@ -16,12 +16,18 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
 
 REPO = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("PILOTHOUSE_VAR_DIR", REPO / "var"))
 PYTHON = sys.executable
-SCRIPTED_MODEL_PORT = int(os.environ.get("SCRIPTED_MODEL_PORT", "8765"))
+# The scripted model's port follows PORT (8000 -> 8765), so a second install on other ports does not collide.
+SCRIPTED_MODEL_PORT_OFFSET = 765
+
+
+def scripted_model_port(env: dict) -> int:
+    if env.get("SCRIPTED_MODEL_PORT"):
+        return int(env["SCRIPTED_MODEL_PORT"])
+    return int(env.get("PORT") or "8000") + SCRIPTED_MODEL_PORT_OFFSET
 
 
 def say(message: str) -> None:
@@ -92,6 +98,8 @@ class Supervisor:
 
     def __init__(self) -> None:
         self.children: list[Child] = []
+        # Set by the first stop signal: from then on a signal escalates the stop instead of interrupting it.
+        self.stopping = False
 
     def start(self, name: str, args: list[str], env: dict) -> subprocess.Popen:
         child = Child(name, args, env)
@@ -99,7 +107,24 @@ class Supervisor:
         self.children.append(child)
         return child.process
 
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        """SIGTERM or SIGINT. The first leaves watch() (or the start-up) and stops everything; one that comes while
+        stopping (make forwarding SIGTERM after the terminal's SIGINT, Ctrl-C twice) must not abort that cleanup, or
+        Redis, the worker and the servers would outlive this process with their ports bound: it kills every group
+        at once instead, and the cleanup goes on to reap them."""
+        if self.stopping:
+            say(f"{signal.Signals(signum).name} again: killing every process now")
+            self.kill_all()
+            return
+        self.stopping = True
+        raise KeyboardInterrupt
+
+    def kill_all(self) -> None:
+        for child in self.children:
+            child.signal_group(signal.SIGKILL)
+
     def stop_all(self) -> None:
+        self.stopping = True
         for child in reversed(self.children):
             if child.process.poll() is None:
                 say(f"stopping {child.name}")
@@ -167,11 +192,10 @@ def main() -> int:
     env.setdefault("DEMO_PORT", "8001")
     env.setdefault("DEMO_BASE_URL", f"http://127.0.0.1:{env['DEMO_PORT']}/")
     supervisor = Supervisor()
-
-    def on_signal(signum: int, frame: FrameType | None) -> NoReturn:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_signal)
+    # SIGINT too, explicitly: started from a background shell, Python inherits SIGINT ignored and installs no handler
+    # of its own, and Ctrl-C would do nothing.
+    signal.signal(signal.SIGTERM, supervisor.on_signal)
+    signal.signal(signal.SIGINT, supervisor.on_signal)
     try:
         if not env.get("REDIS_URL"):
             binary = redis_server_binary()
@@ -193,13 +217,14 @@ def main() -> int:
             say(f"embedded Redis on {sock}")
 
         if not env.get("ANTHROPIC_API_KEY"):
+            model_port = scripted_model_port(env)
             model = supervisor.start(
                 "scripted model",
-                [PYTHON, "manage.py", "scripted_model", "--port", str(SCRIPTED_MODEL_PORT)],
+                [PYTHON, "manage.py", "scripted_model", "--port", str(model_port)],
                 env,
             )
-            wait_for_port(SCRIPTED_MODEL_PORT, model, "the scripted model")
-            env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{SCRIPTED_MODEL_PORT}"
+            wait_for_port(model_port, model, "the scripted model")
+            env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{model_port}"
             # The SDK insists on a key; this one only ever reaches the local scripted model.
             env["ANTHROPIC_API_KEY"] = "scripted-demo"
             env["SCRIPTED_MODEL"] = "true"

@@ -22,7 +22,7 @@ from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support.launching import wait_for
 from tests.support.paths import REPO
-from tests.support.processes import chromium_pids, command_line, descendants, group_members, stat
+from tests.support.processes import chromium_pids, command_line, descendants, group_alive, group_members, stat
 from tests.support.replies import browser
 from tests.support.sites import free_port
 from tests.support.workers import worker_environment
@@ -48,10 +48,6 @@ def celery_workers(supervisor: int) -> list[int]:
         if process is not None and process.parent == supervisor and b"celery" in args and b"worker" in args:
             found.append(pid)
     return found
-
-
-def group_alive(pgid: int) -> bool:
-    return bool(group_members(pgid))
 
 
 def get(url: str) -> int:

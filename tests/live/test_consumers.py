@@ -123,6 +123,7 @@ async def test_anonymous_viewer_is_refused(acme):
     socket = communicator(AnonymousUser(), f"/ws/runs/{run.public_id}/")
     await socket.connect()
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": CLOSE_UNAUTHENTICATED}
+    await socket.wait()  # the consumer's task ends here, not in the event loop's teardown
 
 
 async def test_signed_in_browser_session_reaches_the_socket_through_the_real_stack(alice, acme):
@@ -150,6 +151,7 @@ async def test_foreign_origin_is_refused(alice, acme):
     )
     connected, _ = await socket.connect()
     assert not connected
+    await socket.wait()  # the application's task ends here, not in the event loop's teardown
 
 
 async def test_runs_list_socket_hears_row_changes_of_its_workspace_only(alice, acme, umbrella):

@@ -137,6 +137,7 @@ async def test_every_socket_closes_on_an_anonymous_visitor(acme):
         connected, _ = await socket.connect()
         assert connected  # accepted only to carry the close code
         assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": CLOSE_UNAUTHENTICATED}
+        await socket.wait()  # the consumer's task ends here, not in the event loop's teardown
 
 
 @pytest.mark.anyio
@@ -156,6 +157,7 @@ async def test_every_socket_refuses_a_foreign_origin_even_with_a_session(alice, 
         )
         connected, _ = await socket.connect()
         assert not connected, path
+        await socket.wait()
 
 
 @pytest.fixture

@@ -70,6 +70,10 @@ def group_members(group: int) -> list[str]:
     ]
 
 
+def group_alive(group: int) -> bool:
+    return bool(group_members(group))
+
+
 def chromium_pids(root: int) -> list[int]:
     """The browser processes (not their renderers) among the descendants of `root`, as Playwright launches them."""
     found = []
