@@ -1,9 +1,9 @@
 """`make bench` runs every script of bench/: a file there is either in the target or a module a script imports."""
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
+
 BENCH = REPO / "bench"
 
 

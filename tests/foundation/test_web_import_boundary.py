@@ -5,9 +5,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.paths import REPO
 
 # What the web process loads: the settings and apps (with their system checks), the URLconf with every view and the
 # API, and the ASGI application with the live sockets' routing.
@@ -32,6 +31,7 @@ import json, sys
 import django
 django.setup()
 from agent_platform.celery import app
+from tests.support.paths import REPO
 app.loader.import_default_modules()
 print(json.dumps({"tasks": sorted(app.tasks), "modules": sorted(sys.modules)}))
 """

@@ -11,7 +11,6 @@ import threading
 import wsgiref.simple_server
 from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,9 +21,9 @@ from demo_site.views import PRODUCTS
 from runs.models import Run
 from tests.support.factories import make_run
 from tests.support.launching import enqueue, events, finished
+from tests.support.paths import REPO
 from tests.support.workers import WorkerProcess, worker_environment
 
-REPO = Path(__file__).resolve().parent.parent
 QUEUE = "demo-follow-up-tests"
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
