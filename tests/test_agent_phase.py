@@ -222,3 +222,39 @@ def test_an_empty_acknowledgment_keeps_the_last_done(graded_loop):
 
     assert ending is not None
     assert (ending.status, ending.output) == (Run.Status.SUCCEEDED, "First.")
+
+
+ITEMS = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+    "required": ["items"],
+}
+
+
+def test_under_an_output_schema_a_failure_may_come_without_data(agent_loop):
+    agent_loop.schema = ITEMS
+
+    block, accepted = agent_loop.check_done(done_call(success=False, output="No products are listed."))
+
+    assert accepted == {"success": False, "output": "No products are listed.", "data": None}
+    assert block.get("is_error") is None
+
+
+def test_under_an_output_schema_data_given_with_a_failure_is_checked(agent_loop):
+    agent_loop.schema = ITEMS
+
+    block, accepted = agent_loop.check_done(done_call(success=False, output="Partial.", data={"items": [1]}))
+
+    assert accepted is None
+    assert block["content"][0]["text"] == "output_schema_violation:\nat $.items[0]: 1 is not of type 'string'"
+
+
+def test_under_an_output_schema_a_success_without_data_is_refused(agent_loop):
+    agent_loop.schema = ITEMS
+
+    block, accepted = agent_loop.check_done(done_call(success=True, output="Done."))
+
+    assert accepted is None
+    assert block["content"][0]["text"] == (
+        "output_schema_violation:\nat $: data is required by this run's output_schema when success is true"
+    )

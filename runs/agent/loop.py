@@ -46,6 +46,8 @@ MESSAGE_BREAKPOINTS = 2
 # A done whose data violates the schema on the verdict turn gets this many more verdict requests to correct it.
 VERDICT_CORRECTIONS = 2
 EVENT_TEXT_MAX_CHARS = 20_000
+# How much of the last refused done's detail a run's error message carries.
+REFUSAL_DETAIL_MAX_CHARS = 1_000
 NOT_EXECUTED_AFTER_DONE = "Not executed: done already ended the run in this turn."
 NOT_EXECUTED_ACKNOWLEDGING = "Not executed: the evaluation budget is exhausted and the run is ending; only done counts."
 NOT_EXECUTED_TRUNCATED = (
@@ -236,6 +238,10 @@ class AgentLoop:
         self.verdict_corrections = 0
         self.iteration = 0
         self.last_done: dict[str, Any] | None = None
+        # Dones refused since the last accepted one, and the last refusal's detail: a verdict turn missed after them
+        # says so instead of "did not call done".
+        self.refused_dones = 0
+        self.last_refusal = ""
         self.final_view: dict[str, Any] | None = None
         self.browser_failed = False
         self.final_view_fresh = False
@@ -804,6 +810,8 @@ class AgentLoop:
     def verdict_missed(self) -> Ending:
         self.signals["verdict_followed"] = False
         reason = self.signals["verdict_turn"]
+        if self.refused_dones:
+            return self.every_done_refused(reason)
         if reason == "cap":
             return Ending.failed(
                 Run.ErrorCode.AGENT_LIMIT,
@@ -824,6 +832,20 @@ class AgentLoop:
             Run.ErrorCode.AGENT_INCOMPLETE,
             "The agent replied in prose without calling done, was asked once to call it, and did not call it on its "
             "verdict turn.",
+        )
+
+    def every_done_refused(self, reason: str) -> Ending:
+        """A verdict turn missed although the agent called done: each call was refused; the last refusal says why."""
+        code, why = {
+            "cap": (Run.ErrorCode.AGENT_LIMIT, f"The agent used its {self.run.max_turns} action turns"),
+            "budget": (Run.ErrorCode.COST_LIMIT, "The run reached its cost cap"),
+            "failures": (Run.ErrorCode.AGENT_LIMIT, f"{notices.FAILURE_LIMIT} tool calls failed in a row"),
+        }.get(reason, (Run.ErrorCode.AGENT_INCOMPLETE, "The agent replied in prose without calling done"))
+        calls = f"{self.refused_dones} call{'s' if self.refused_dones != 1 else ''}"
+        detail = bounded(" ".join(self.last_refusal.split()), REFUSAL_DETAIL_MAX_CHARS)
+        return Ending.failed(
+            code,
+            mask(f"{why}, and every done the agent called was refused ({calls}); the last: {detail}", self.run.secrets),
         )
 
     def prose(self) -> Ending | None:
@@ -886,6 +908,9 @@ class AgentLoop:
                 calls.done_called = True
                 block, calls.accepted = self.check_done(use)
                 self.count_error(calls.accepted is None)
+                if calls.accepted is None:
+                    self.refused_dones += 1
+                    self.last_refusal = content_text(block["content"])
             elif replied_in is Phase.VERDICT_TURN:
                 block = result_block(use, VERDICT_REQUIRED, is_error=True)
                 self.count_error(True)
@@ -1030,12 +1055,15 @@ class AgentLoop:
         if problems:
             return result_block(use, "invalid_input:\n" + "\n".join(problems), is_error=True), None
         data = given.get("data")
-        if self.schema is not None:
+        if self.schema is not None and given["success"]:
             violations = (
-                ["at $: data is required by this run's output_schema"]
+                ["at $: data is required by this run's output_schema when success is true"]
                 if "data" not in given
                 else data_problems(self.schema, data)
             )
+        elif self.schema is not None:
+            # a failure may come without data; data it does give is held to the schema
+            violations = data_problems(self.schema, data) if data is not None else []
         else:
             violations = data_problems({}, data) if data is not None else []
         if violations:
@@ -1046,6 +1074,7 @@ class AgentLoop:
     def on_done(self, done: dict[str, Any]) -> Ending | None:
         """An accepted done ends the run, unless the run's outcome sends the agent back to revise its work."""
         self.last_done = done
+        self.refused_dones, self.last_refusal = 0, ""
         evaluator = self.evaluator
         if not evaluator.has_outcome(self.run):
             return Ending.verdict(done)

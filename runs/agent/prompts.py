@@ -28,9 +28,10 @@ How you finish:
 """
 
 SCHEMA_PROMPT = """
-Structured output: this run requires `data` in done, matching the JSON Schema of done's `data` parameter. If your \
-data does not match, the tool result starts with output_schema_violation and lists each problem with its JSON path; \
-correct the data and call done again.
+Structured output: this run requires `data` in done when success is true, matching the JSON Schema of done's `data` \
+parameter. When you report failure (success: false), data is optional: give it only if you have data in that shape. \
+If your data does not match, the tool result starts with output_schema_violation and lists each problem with its \
+JSON path; correct the data and call done again.
 """
 
 ASK_FOR_DONE = (
@@ -73,19 +74,21 @@ def system_prompt(has_schema: bool) -> str:
 
 
 def done_tool(output_schema: dict[str, Any] | None) -> BetaToolParam:
-    """The custom done tool; with an output_schema, `data` is required and shaped by it."""
+    """The custom done tool; with an output_schema, `data` is shaped by it and required when success is true (a
+    failure may come without data: JSON Schema's `required` cannot say "only when", so the description does)."""
+    description = (
+        "End the run with your verdict. success: whether you completed the task as asked. output: your own "
+        "account of the result (what you found, or why you could not complete the task)."
+    )
     if output_schema:
         data = copy.deepcopy(output_schema)
         data.setdefault("description", "The structured result, in the shape this run's output_schema asks for.")
+        description += " data: required when success is true; optional when success is false (checked only when given)."
     else:
         data = {"type": "object", "description": "Optional structured result (a JSON object)."}
-    required = ["success", "output", "data"] if output_schema else ["success", "output"]
     return {
         "name": DONE_TOOL,
-        "description": (
-            "End the run with your verdict. success: whether you completed the task as asked. output: your own "
-            "account of the result (what you found, or why you could not complete the task)."
-        ),
+        "description": description,
         "input_schema": {
             "type": "object",
             "properties": {
@@ -93,7 +96,7 @@ def done_tool(output_schema: dict[str, Any] | None) -> BetaToolParam:
                 "output": {"type": "string", "description": "Your account of the result."},
                 "data": data,
             },
-            "required": required,
+            "required": ["success", "output"],
         },
     }
 
