@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
 from typing import Any
 
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
@@ -31,6 +30,7 @@ from .lane import Lane, LaneFailed
 from .model import ModelUnavailable, create_message, model_profile, thinking_param
 from .network_guard import NetworkGuard
 from .schema import data_problems
+from .verdict import Ending, Next, Phase, Verdict
 from .worker import browser_host
 
 log = logging.getLogger(__name__)
@@ -43,11 +43,7 @@ BROWSER_SETUP_TIMEOUT_SECONDS = 60
 # Breakpoints on the last user messages, so each request reads the previous one's prefix from the cache; with the
 # system prompt's that makes three of the four the API allows.
 MESSAGE_BREAKPOINTS = 2
-# A done whose data violates the schema on the verdict turn gets this many more verdict requests to correct it.
-VERDICT_CORRECTIONS = 2
 EVENT_TEXT_MAX_CHARS = 20_000
-# How much of the last refused done's detail a run's error message carries.
-REFUSAL_DETAIL_MAX_CHARS = 1_000
 NOT_EXECUTED_AFTER_DONE = "Not executed: done already ended the run in this turn."
 NOT_EXECUTED_ACKNOWLEDGING = "Not executed: the evaluation budget is exhausted and the run is ending; only done counts."
 NOT_EXECUTED_TRUNCATED = (
@@ -56,48 +52,8 @@ NOT_EXECUTED_TRUNCATED = (
 VERDICT_REQUIRED = (
     "verdict_required: this is the verdict turn; every tool but done is refused. Call done with your verdict."
 )
-# Replies cut off at max_tokens in a row before the run gives up: each one raises the limit, up to the model's.
-MAX_TRUNCATIONS = 3
 # pause_turn replies in a row that are sent back to continue before the run gives up.
 MAX_PAUSES = 5
-
-
-class Phase(Enum):
-    """Where the run's conversation is, which decides what the agent's next reply may do."""
-
-    WORKING = "working"  # action turns: every tool runs, within the turn cap, the failure budget and the cost cap
-    VERDICT_TURN = "verdict_turn"  # the verdict was asked for (turn cap, failures, cost cap or prose): only done runs
-    ACKNOWLEDGING = "acknowledging"  # the outcome's iterations are spent: one last reply, where only a done counts
-
-
-@dataclass
-class Ending:
-    """How a run ends, as lifecycle.finish records it."""
-
-    status: str
-    error_code: str = ""
-    message: str = ""
-    success: bool | None = None
-    output: str = ""
-    data: Any = None
-
-    @classmethod
-    def failed(cls, error_code: str, message: str) -> Ending:
-        return cls(Run.Status.FAILED, error_code, message)
-
-    @classmethod
-    def verdict(cls, done: dict[str, Any]) -> Ending:
-        """The agent's verdict as it gave it: the platform does not verify it."""
-        if done["success"]:
-            return cls(Run.Status.SUCCEEDED, success=True, output=done["output"], data=done.get("data"))
-        return cls(
-            Run.Status.FAILED,
-            Run.ErrorCode.TASK_FAILED,
-            "The agent reported that it could not complete the task; its account is in output.",
-            success=False,
-            output=done["output"],
-            data=done.get("data"),
-        )
 
 
 @dataclass
@@ -219,9 +175,7 @@ class AgentLoop:
         self.max_tokens = settings.MODEL_MAX_TOKENS
         if self.model_max_tokens is not None:
             self.max_tokens = min(self.max_tokens, self.model_max_tokens)
-        self.truncations = 0
         self.pauses = 0
-        self.nudged_empty = False
         # Set by open_browser: the worker's browser host, this run's context with its toolset, its network policy.
         self._host: BrowserHost | None = None
         self._toolset: PlaywrightBrowserToolset | None = None
@@ -231,17 +185,8 @@ class AgentLoop:
         self.started = time.monotonic()
         self.messages: list[dict[str, Any]] = []
         self.replies = 0
-        self.turns = 0
-        self.budget_start = 0
-        self.consecutive_errors = 0
-        self.phase = Phase.WORKING
-        self.verdict_corrections = 0
-        self.iteration = 0
-        self.last_done: dict[str, Any] | None = None
-        # Dones refused since the last accepted one, and the last refusal's detail: a verdict turn missed after them
-        # says so instead of "did not call done".
-        self.refused_dones = 0
-        self.last_refusal = ""
+        # The phase, the action and failure budgets and the verdict turn, with the signals they give.
+        self.verdict = Verdict(run.max_turns)
         self.final_view: dict[str, Any] | None = None
         self.browser_failed = False
         self.final_view_fresh = False
@@ -259,18 +204,9 @@ class AgentLoop:
         self.turn_events: list[tuple[str, dict[str, Any], datetime]] = []
         # the tool_result event data the turn's live-view image belongs to
         self.live_view_for: dict[str, Any] | None = None
-        self.signals_changed = False
         self.acting = False  # the current reply's first browser action has run: the lane was flushed for it
-        self.signals: dict[str, Any] = {
-            "turns": 0,
-            "max_turns": run.max_turns,
-            "budget_notices": 0,
-            "loop_nudges": 0,
-            "stagnation_nudges": 0,
-            "failures_max": False,
-            "verdict_turn": "none",
-            "verdict_followed": None,
-        }
+        # The signals as the lane last wrote them (none yet): a turn's record carries them when they changed since.
+        self.written_signals: dict[str, Any] | None = None
 
     @property
     def host(self) -> BrowserHost:
@@ -315,7 +251,6 @@ class AgentLoop:
                 self.close_browser()
             finally:
                 heartbeat.stop()
-                self.sync_signals()
                 self.close_lane()  # every event is committed before the run's ending (and the judge reads them)
                 lifecycle.finish(
                     self.run,
@@ -325,7 +260,7 @@ class AgentLoop:
                     data=ending.data,
                     error_code=ending.error_code,
                     error_message=ending.message,
-                    signals=self.signals,
+                    signals=self.signals(),
                 )
                 log.info("run %s ended %s %s", self.run.public_id, ending.status, ending.error_code)
 
@@ -340,12 +275,13 @@ class AgentLoop:
 
     def safe_point(self) -> None:
         """Between steps: stop for an operator's cancel or the wall-clock limit."""
+        turns = self.verdict.turns
         if lifecycle.cancel_requested(self.run):
             raise Stop(
                 Ending(
                     Run.Status.CANCELLED,
                     Run.ErrorCode.CANCELLED,
-                    f"Cancelled by an operator after {self.turns} action turn{'s' if self.turns != 1 else ''}.",
+                    f"Cancelled by an operator after {turns} action turn{'s' if turns != 1 else ''}.",
                 )
             )
         limit = settings.RUN_TIME_LIMIT_SECONDS
@@ -353,7 +289,7 @@ class AgentLoop:
             raise Stop(
                 Ending.failed(
                     Run.ErrorCode.TIMEOUT,
-                    f"The run exceeded its time limit of {limit} s after {self.turns} action turns.",
+                    f"The run exceeded its time limit of {limit} s after {turns} action turns.",
                 )
             )
 
@@ -616,10 +552,8 @@ class AgentLoop:
                 f"The next model request (about ${cost:.4f}) would cross {room.describe()}; it was not sent.",
             )
         pending_user = self.messages and self.messages[-1]["role"] == "user"
-        if self.phase is Phase.WORKING and pending_user and not room.allows(2 * cost):
-            self.start_verdict_turn("budget")
+        if pending_user and not room.allows(2 * cost) and self.verdict.cost_cap_near():
             self.messages[-1]["content"].append(text_block(prompts.budget_verdict_notice(room.describe())))
-            self.save_signals()
         return None
 
     def after_request(self, message: BetaMessage) -> None:
@@ -662,14 +596,16 @@ class AgentLoop:
         self.turn_events.append((type, data, timezone.now()))
 
     def hand_off(self) -> None:
-        """Hand the turn's record (and its live-view image) to the lane."""
-        answered, events, signals = self.answered, self.turn_events, None
-        if self.signals_changed:
-            signals = dict(self.signals)
+        """Hand the turn's record (and its live-view image) to the lane, with the signals when they changed: the one
+        place they are written while the run lasts, so the live page shows them."""
+        answered, events, current = self.answered, self.turn_events, self.signals()
+        signals = current if current != self.written_signals else None
         live_view_for, self.live_view_for = self.live_view_for, None
-        self.answered, self.turn_events, self.signals_changed = None, [], False
+        self.answered, self.turn_events = None, []
         if answered is None and not events and signals is None:
             return
+        if signals is not None:
+            self.written_signals = signals
         run, live_view_image = self.run, self.live_view_image
 
         def write() -> None:
@@ -717,7 +653,7 @@ class AgentLoop:
         if stop_reason == "model_context_window_exceeded":
             return Ending.failed(
                 Run.ErrorCode.MODEL_ERROR,
-                f"The conversation outgrew {self.run.model}'s context window after {self.turns} action turns; "
+                f"The conversation outgrew {self.run.model}'s context window after {self.verdict.turns} action turns; "
                 "the model could not answer further.",
             )
         blocks = [block.to_dict(mode="json") for block in content]
@@ -736,8 +672,8 @@ class AgentLoop:
         self.pauses = 0
         if stop_reason == "max_tokens":
             return self.truncated(uses)
-        self.truncations = 0
-        if self.phase is Phase.ACKNOWLEDGING:
+        self.verdict.complete_reply()
+        if self.verdict.phase is Phase.ACKNOWLEDGING:
             return self.acknowledged(uses)
         return self.answer(uses) if uses else self.prose()
 
@@ -762,15 +698,9 @@ class AgentLoop:
     def truncated(self, uses: list[BetaToolUseBlock]) -> Ending | None:
         """A reply cut off at max_tokens: none of its tool calls runs (the last one may be incomplete); the agent is
         told, and the next request may have a higher limit, up to the model's."""
-        self.truncations += 1
-        if self.truncations > MAX_TRUNCATIONS:
-            return Ending.failed(
-                Run.ErrorCode.MODEL_ERROR,
-                f"The model's replies were cut off at max_tokens ({self.max_tokens}) {MAX_TRUNCATIONS + 1} times in "
-                "a row.",
-            )
-        if self.phase is Phase.ACKNOWLEDGING:
-            return self.acknowledged([])
+        step = self.verdict.truncated(self.max_tokens)
+        if step.ending is not None:
+            return step.ending
         limit = self.max_tokens
         if self.model_max_tokens is not None:
             self.max_tokens = min(self.max_tokens * 2, self.model_max_tokens)
@@ -785,79 +715,12 @@ class AgentLoop:
 
     def empty_reply(self) -> Ending | None:
         """A reply with no content: answered once with a short nudge; the next one is treated as prose."""
-        if self.phase is Phase.ACKNOWLEDGING:
-            return self.last_verdict()
-        if self.phase is Phase.VERDICT_TURN:
-            return self.verdict_missed()
-        if not self.nudged_empty:
-            self.nudged_empty = True
-            self.add_user([text_block(prompts.EMPTY_REPLY)])
-            return None
-        return self.prose()
-
-    @property
-    def verdict_pending(self) -> bool:
-        """On the verdict turn, before a reply was counted as following it or not (the verdict_followed signal)."""
-        return self.phase is Phase.VERDICT_TURN and self.signals["verdict_followed"] is None
-
-    def start_verdict_turn(self, reason: str) -> None:
-        """The next request asks for the verdict; the signals say why, and whether the agent follows it."""
-        self.phase = Phase.VERDICT_TURN
-        self.verdict_corrections = 0
-        self.signals["verdict_turn"] = reason
-        self.signals["verdict_followed"] = None
-
-    def verdict_missed(self) -> Ending:
-        self.signals["verdict_followed"] = False
-        reason = self.signals["verdict_turn"]
-        if self.refused_dones:
-            return self.every_done_refused(reason)
-        if reason == "cap":
-            return Ending.failed(
-                Run.ErrorCode.AGENT_LIMIT,
-                f"The agent used its {self.run.max_turns} action turns and did not call done on its verdict turn.",
-            )
-        if reason == "budget":
-            return Ending.failed(
-                Run.ErrorCode.COST_LIMIT,
-                "The run reached its cost cap and the agent did not call done on its verdict turn.",
-            )
-        if reason == "failures":
-            return Ending.failed(
-                Run.ErrorCode.AGENT_LIMIT,
-                f"{notices.FAILURE_LIMIT} tool calls failed in a row and the agent did not call done on its verdict "
-                "turn.",
-            )
-        return Ending.failed(
-            Run.ErrorCode.AGENT_INCOMPLETE,
-            "The agent replied in prose without calling done, was asked once to call it, and did not call it on its "
-            "verdict turn.",
-        )
-
-    def every_done_refused(self, reason: str) -> Ending:
-        """A verdict turn missed although the agent called done: each call was refused; the last refusal says why."""
-        code, why = {
-            "cap": (Run.ErrorCode.AGENT_LIMIT, f"The agent used its {self.run.max_turns} action turns"),
-            "budget": (Run.ErrorCode.COST_LIMIT, "The run reached its cost cap"),
-            "failures": (Run.ErrorCode.AGENT_LIMIT, f"{notices.FAILURE_LIMIT} tool calls failed in a row"),
-        }.get(reason, (Run.ErrorCode.AGENT_INCOMPLETE, "The agent replied in prose without calling done"))
-        calls = f"{self.refused_dones} call{'s' if self.refused_dones != 1 else ''}"
-        detail = bounded(" ".join(self.last_refusal.split()), REFUSAL_DETAIL_MAX_CHARS)
-        return Ending.failed(
-            code,
-            mask(f"{why}, and every done the agent called was refused ({calls}); the last: {detail}", self.run.secrets),
-        )
+        return self.follow(self.verdict.empty_reply())
 
     def prose(self) -> Ending | None:
         """A reply without any tool call: the agent is asked once, in a user message, to call done, and that request
         is the verdict turn; prose on a verdict turn ends the run."""
-        if self.phase is Phase.VERDICT_TURN:
-            self.save_signals()
-            return self.verdict_missed()
-        self.start_verdict_turn("prose")
-        self.add_user([text_block(prompts.ASK_FOR_DONE)])
-        self.save_signals()
-        return None
+        return self.follow(self.verdict.prose())
 
     def emit_tool_use(self, use: BetaToolUseBlock) -> None:
         self.record(
@@ -884,12 +747,9 @@ class AgentLoop:
         self.result_labels[use.id] = f"of {use.name} call {use.id}, turn {self.replies}"
         return data
 
-    def count_error(self, is_error: bool) -> None:
-        self.consecutive_errors = self.consecutive_errors + 1 if is_error else 0
-
     def answer(self, uses: list[BetaToolUseBlock]) -> Ending | None:
         """Answer every tool_use of one reply, then decide what the next request is."""
-        replied_in = self.phase  # an extract refused at the cost cap starts the verdict turn within the reply
+        replied_in = self.verdict.phase  # an extract refused at the cost cap starts the verdict turn within the reply
         calls = self.run_calls(uses, replied_in)
         lines = self.add_turn_notices(calls)
         self.emit_results(calls, lines)
@@ -907,27 +767,26 @@ class AgentLoop:
             elif use.name == prompts.DONE_TOOL and not use.toolset_name:
                 calls.done_called = True
                 block, calls.accepted = self.check_done(use)
-                self.count_error(calls.accepted is None)
+                self.verdict.call_answered(is_error=calls.accepted is None)
                 if calls.accepted is None:
-                    self.refused_dones += 1
-                    self.last_refusal = content_text(block["content"])
+                    self.verdict.done_refused(mask(content_text(block["content"]), self.run.secrets))
             elif replied_in is Phase.VERDICT_TURN:
                 block = result_block(use, VERDICT_REQUIRED, is_error=True)
-                self.count_error(True)
+                self.verdict.call_answered(is_error=True)
             elif use.toolset_name == BROWSER_TOOLSET:
                 block, screenshot_url = self.run_browser_call(use, calls)
             elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
                 block = self.extract(use)
                 calls.actions.append((use.name, use.input))
-                self.count_error(bool(block.get("is_error")))
+                self.verdict.call_answered(is_error=bool(block.get("is_error")))
             else:
                 block = result_block(
                     use, f"Unknown tool {use.name!r}: use the browser tools, or done to finish.", is_error=True
                 )
-                self.count_error(True)
+                self.verdict.call_answered(is_error=True)
             calls.results.append(CallResult(use, block, screenshot_url))
         if calls.actions:
-            self.turns += 1
+            self.verdict.action_turn()
         return calls
 
     def run_browser_call(self, use: BetaToolUseBlock, calls: ReplyCalls) -> tuple[dict[str, Any], str | None]:
@@ -941,7 +800,7 @@ class AgentLoop:
         calls.actions.append((use.name, use.input))
         calls.halted = bool(block.get("is_error"))
         calls.acted = calls.acted or (not calls.halted and use.name not in notices.READ_ONLY_MEMBERS)
-        self.count_error(calls.halted)
+        self.verdict.call_answered(is_error=calls.halted)
         return block, screenshot_url
 
     def add_turn_notices(self, calls: ReplyCalls) -> list[str]:
@@ -952,8 +811,8 @@ class AgentLoop:
         fingerprint = self.observe() if calls.actions else None
         lines = self.tracker.for_turn(
             actions=calls.actions,
-            turns_used=self.turns - self.budget_start,
-            consecutive_errors=self.consecutive_errors,
+            turns_used=self.verdict.turns_used,
+            consecutive_errors=self.verdict.consecutive_errors,
             fingerprint=fingerprint,
             acted=calls.acted,
         )
@@ -973,37 +832,25 @@ class AgentLoop:
                 self.live_view_for = data
 
     def decide_next(self, calls: ReplyCalls, replied_in: Phase) -> Ending | None:
-        """After the results: the run ends (an accepted done, unless its outcome sends the agent back; a verdict turn
-        without one), or the results go back to the model, with the verdict turn asked for when a limit was
-        reached."""
-        blocks = [result.block for result in calls.results]
-        if self.consecutive_errors >= notices.FAILURE_LIMIT:
-            self.signals["failures_max"] = True
-        if calls.accepted is not None:
-            if self.verdict_pending:
-                self.signals["verdict_followed"] = True
-            self.save_signals()
-            self.add_user(blocks)
-            return self.on_done(calls.accepted)
-        if replied_in is Phase.VERDICT_TURN:
-            if calls.done_called and self.verdict_corrections < VERDICT_CORRECTIONS:
-                # a done with data the schema refused: the verdict turn goes on so the agent can correct it
-                self.verdict_corrections += 1
-                self.save_signals()
-                self.add_user(blocks)
-                return None
-            self.save_signals()
-            return self.verdict_missed()
-        # A verdict turn that started within this reply (an extract refused at the cost cap) is asked for below and
-        # answered by the next reply: whether the agent follows it is decided then, not by this reply.
-        if calls.actions and self.turns - self.budget_start >= self.run.max_turns:
-            self.start_verdict_turn("cap")
-        elif self.consecutive_errors >= notices.FAILURE_LIMIT:
-            self.start_verdict_turn("failures")
-        if self.phase is Phase.VERDICT_TURN:
-            blocks.append(text_block(prompts.VERDICT_NOW))  # after the results: the API wants those first
-        self.save_signals()
-        self.add_user(blocks)
+        """After the results: the verdict phase decides (runs.agent.verdict) whether the run ends, an accepted done is
+        graded, or the results go back to the model, with the verdict turn asked for when a limit was reached."""
+        step = self.verdict.after_results(
+            acted=bool(calls.actions), accepted=calls.accepted, done_called=calls.done_called, replied_in=replied_in
+        )
+        return self.follow(step, [result.block for result in calls.results])
+
+    def follow(self, step: Next, blocks: list[dict[str, Any]] | None = None) -> Ending | None:
+        """Do what the verdict phase decided: end the run, or send the results (and its message for the agent) in the
+        next user message, grading an accepted done first."""
+        if step.ending is not None:
+            return step.ending
+        content = list(blocks or [])
+        if step.message is not None:
+            content.append(text_block(step.message))
+        if content:
+            self.add_user(content)
+        if step.grade is not None:
+            return self.grade(step.grade)
         return None
 
     def extract(self, use: BetaToolUseBlock) -> dict[str, Any]:
@@ -1034,7 +881,7 @@ class AgentLoop:
                     self.run.model, estimated_tokens=self.sent_tokens, last=self.last_request, cache_kept=True
                 )
             ):
-                self.start_verdict_turn("budget")
+                self.verdict.extract_refused_at_cost_cap()
                 return result_block(
                     use, prompts.budget_verdict_notice(room.describe(), refused="extract"), is_error=True
                 )
@@ -1071,36 +918,26 @@ class AgentLoop:
         done = {"success": given["success"], "output": given["output"], "data": data}
         return result_block(use, "Verdict recorded."), done
 
-    def on_done(self, done: dict[str, Any]) -> Ending | None:
+    def grade(self, done: dict[str, Any]) -> Ending | None:
         """An accepted done ends the run, unless the run's outcome sends the agent back to revise its work."""
-        self.last_done = done
-        self.refused_dones, self.last_refusal = 0, ""
         evaluator = self.evaluator
         if not evaluator.has_outcome(self.run):
             return Ending.verdict(done)
         view = self.capture_final_view()
         self.hand_off()
         self.lane.flush()  # the grader reads the run's record, and its span events come after the turn's
-        evaluation = evaluator.evaluate(self.run, self.iteration, view, done=done)
+        evaluation = evaluator.evaluate(self.run, self.verdict.iteration, view, done=done)
         result = evaluation.result
-        if result == "needs_revision":
-            self.iteration += 1
-            self.messages[-1]["content"].append(text_block(evaluator.revision_message(evaluation)))
-            # a fresh action-turn budget in the same browser context
-            self.budget_start = self.turns
-            self.consecutive_errors = 0
-            self.phase = Phase.WORKING
-            self.nudged_empty = False
-            self.tracker.reset_budget()
-            return None
-        if result == "max_iterations_reached":
-            # asked for in a user message, like the verdict turn: no tool is forced
-            self.phase = Phase.ACKNOWLEDGING
-            self.messages[-1]["content"].append(text_block(evaluator.acknowledgment_message(evaluation)))
-            return None
         if result == "interrupted":
             self.safe_point()  # the cancel that interrupted it ends the run as cancelled
-        return Ending.verdict(done)
+        ending = self.verdict.graded(result)
+        if result == "needs_revision":
+            # a fresh action-turn budget in the same browser context
+            self.messages[-1]["content"].append(text_block(evaluator.revision_message(evaluation)))
+            self.tracker.reset_budget()
+        elif result == "max_iterations_reached":
+            self.messages[-1]["content"].append(text_block(evaluator.acknowledgment_message(evaluation)))
+        return ending
 
     def acknowledged(self, uses: list[BetaToolUseBlock]) -> Ending:
         """The one final turn after max_iterations_reached: a valid done replaces the last one; nothing else runs."""
@@ -1109,35 +946,24 @@ class AgentLoop:
             self.emit_tool_use(use)
             if use.name == prompts.DONE_TOOL and not use.toolset_name:
                 block, accepted = self.check_done(use)
-                if accepted is not None:
-                    self.last_done = accepted
+                self.verdict.acknowledged(accepted)
             else:
                 block = result_block(use, NOT_EXECUTED_ACKNOWLEDGING, is_error=True)
             results.append((use, block))
         for use, block in results:
             self.emit_tool_result(use, block, [], None)
-        return self.last_verdict()
-
-    def last_verdict(self) -> Ending:
-        """The acknowledgment turn's ending: the last accepted done (on_done keeps it before that turn is asked)."""
-        if self.last_done is None:
-            raise RuntimeError("the acknowledgment turn comes only after an accepted done")
-        return Ending.verdict(self.last_done)
+        return self.verdict.last_verdict()
 
     # --- signals --------------------------------------------------------------------------------------------
 
-    def sync_signals(self) -> None:
-        self.signals.update(
-            turns=self.turns,
-            budget_notices=self.tracker.budget_notices,
-            loop_nudges=self.tracker.loop_nudges,
-            stagnation_nudges=self.tracker.stagnation_nudges,
+    def signals(self) -> dict[str, Any]:
+        """The run's signals now: the verdict phase's, with the notice tracker's counters."""
+        tracker = self.tracker
+        return self.verdict.signals(
+            budget_notices=tracker.budget_notices,
+            loop_nudges=tracker.loop_nudges,
+            stagnation_nudges=tracker.stagnation_nudges,
         )
-
-    def save_signals(self) -> None:
-        """Written with every turn's record, so the live page shows them."""
-        self.sync_signals()
-        self.signals_changed = True
 
 
 def add_notices(block: dict[str, Any], lines: list[str]) -> None:
