@@ -27,7 +27,7 @@ def no_browser() -> Any:
 def agent_loop(acme) -> Iterator[AgentLoop]:
     loop = AgentLoop(make_run(acme, max_turns=3), no_browser, evaluator=NoOutcomes())
     yield loop
-    loop.lane.close()
+    loop.record.lane.close()
 
 
 def browser_call(name: str = "navigate", **given: object) -> BetaToolUseBlock:
@@ -181,7 +181,7 @@ def graded_loop(request, acme, transactional_db) -> Iterator[AgentLoop]:
     """A loop whose accepted done is graded (the grade is written on the lane, so the data is committed)."""
     loop = AgentLoop(make_run(acme, max_turns=3), no_browser, evaluator=Grader(request.param))
     yield loop
-    loop.lane.close()
+    loop.record.lane.close()
 
 
 @pytest.mark.parametrize("graded_loop", ["needs_revision"], indirect=True)

@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
@@ -22,13 +21,13 @@ from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
-from runs.usage import Answered, record_turn
+from runs.usage import Answered
 
 from . import context, evaluation, extraction, live_view, notices, prompts, spending, tracing
 from .browser import BrowserHost, PlaywrightBrowserToolset
-from .lane import Lane, LaneFailed
 from .model import ModelUnavailable, create_message, model_profile, thinking_param
 from .network_guard import NetworkGuard
+from .record import TurnRecord
 from .schema import data_problems
 from .verdict import Ending, Next, Phase, Verdict
 from .worker import browser_host
@@ -197,16 +196,9 @@ class AgentLoop:
         self.last_request: spending.LastRequest | None = None
         self.sent_tokens = 0
         self.cache_kept = False
-        # What the model does not wait for goes to the run's lane: the turn's record (the request that produced it,
-        # its events, the signals) in one transaction, and the live-view screenshot. See hand_off and before_acting.
-        self.lane = Lane(run.public_id)
-        self.answered: Answered | None = None
-        self.turn_events: list[tuple[str, dict[str, Any], datetime]] = []
-        # the tool_result event data the turn's live-view image belongs to
-        self.live_view_for: dict[str, Any] | None = None
-        self.acting = False  # the current reply's first browser action has run: the lane was flushed for it
-        # The signals as the lane last wrote them (none yet): a turn's record carries them when they changed since.
-        self.written_signals: dict[str, Any] | None = None
+        # What the model does not wait for goes to the run's lane (runs.agent.record): the turn's record (the request
+        # that produced it, its events, the signals) in one transaction, and the live-view screenshot.
+        self.record = TurnRecord(run, signals=self.signals, live_view_image=self.live_view_image)
 
     @property
     def host(self) -> BrowserHost:
@@ -251,7 +243,7 @@ class AgentLoop:
                 self.close_browser()
             finally:
                 heartbeat.stop()
-                self.close_lane()  # every event is committed before the run's ending (and the judge reads them)
+                self.record.close()  # every event is committed before the run's ending (and the judge reads them)
                 lifecycle.finish(
                     self.run,
                     ending.status,
@@ -364,7 +356,9 @@ class AgentLoop:
         """Each refusal of the network policy since the last report (the route's or the egress proxy's), for the
         operator as a `network.blocked` event."""
         for blocked in self.guard.take_unreported():
-            self.record("network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy})
+            self.record.event(
+                "network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy}
+            )
 
     def browse(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], str | None]:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
@@ -425,11 +419,11 @@ class AgentLoop:
                 # A hung page would hang each browser call again for its whole timeout: keep what the agent last
                 # saw, if anything, and only close the context.
                 if self.final_view is not None:
-                    self.record("agent.final_view", self.final_view)
+                    self.record.event("agent.final_view", self.final_view)
                 return
             view = self.capture_final_view()
             if view is not None:
-                self.record("agent.final_view", view)
+                self.record.event("agent.final_view", view)
             if self.host.is_connected:
                 state = self.host.run(self.toolset.storage_state(), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
                 Session.objects.filter(pk=self.run.session_id).update(browser_state=state)
@@ -509,7 +503,7 @@ class AgentLoop:
         self.sent_tokens = prepared.size.tokens + overhead.tokens
         self.cache_kept = not prepared.dropped
         if prepared.dropped:
-            self.record("context.cleared", prepared.dropped.as_event(self.replies + 1, self.sent_tokens))
+            self.record.event("context.cleared", prepared.dropped.as_event(self.replies + 1, self.sent_tokens))
         management = context.context_management(self.profile)
         if management is not None:
             params["context_management"] = management
@@ -518,15 +512,14 @@ class AgentLoop:
     def converse(self) -> Ending:
         while True:
             self.safe_point()
-            self.hand_off()  # the last turn is recorded while the model answers
+            self.record.hand_off()  # the last turn is recorded while the model answers
             params = self.request()
             ending = self.within_budget()
             if ending is not None:
                 return ending
             message = create_message(self.run, source="agent", record=False, **params)
-            self.answered = Answered("agent", message.model or params["model"], message.usage, timezone.now())
+            self.record.reply(Answered("agent", message.model or params["model"], message.usage, timezone.now()))
             self.replies += 1
-            self.acting = False
             self.after_request(message)
             ending = self.on_reply(message)
             if ending is not None:
@@ -544,7 +537,7 @@ class AgentLoop:
         if not room.allows(3 * cost):
             # Near a cap the turn still on the lane must be counted: its request (at most about one more `cost`) is
             # billed when the lane writes it. Far from any cap the write stays off the critical path.
-            self.lane.flush()
+            self.record.flush()
             room = spending.headroom(self.run)
         if not room.allows(cost):
             return Ending.failed(
@@ -570,7 +563,7 @@ class AgentLoop:
                 item for item in (getattr(usage, "iterations", None) or []) if getattr(item, "type", "") == "compaction"
             ]
             before = sum(int(getattr(item, "input_tokens", 0) or 0) for item in iterations)
-            self.record(
+            self.record.event(
                 "context.compacted",
                 {
                     "turn": self.replies,
@@ -581,56 +574,7 @@ class AgentLoop:
                 },
             )
 
-    # --- the record, off the critical path ------------------------------------------------------------------
-    #
-    # A turn's record (the model request that produced the reply, the turn's events, the signals) is written in one
-    # transaction by the run's lane while the model answers the next request, with the live-view image taken
-    # first; pushes follow the commit. The model's requests are built from self.messages alone, never from the
-    # record. What a worker lost mid-turn can lose: before a reply's first browser action the lane is flushed, so
-    # nothing reaches the web before every earlier turn is committed; what is lost is at most the turn in progress
-    # (its request's usage, its events), which is the turn the model's next request would have been built from -
-    # a request that then is never sent, or whose reply is never acted on. Before the run ends, before an outcome
-    # is graded and before the judge (queued by lifecycle.finish) reads, the lane is flushed.
-
-    def record(self, type: str, data: dict[str, Any]) -> None:
-        self.turn_events.append((type, data, timezone.now()))
-
-    def hand_off(self) -> None:
-        """Hand the turn's record (and its live-view image) to the lane, with the signals when they changed: the one
-        place they are written while the run lasts, so the live page shows them."""
-        answered, events, current = self.answered, self.turn_events, self.signals()
-        signals = current if current != self.written_signals else None
-        live_view_for, self.live_view_for = self.live_view_for, None
-        self.answered, self.turn_events = None, []
-        if answered is None and not events and signals is None:
-            return
-        if signals is not None:
-            self.written_signals = signals
-        run, live_view_image = self.run, self.live_view_image
-
-        def write() -> None:
-            if live_view_for is not None:
-                live_view_for["screenshot_url"] = live_view_image()
-            record_turn(run, answered=answered, events=events, signals=signals)
-            lifecycle.heartbeat(run)
-
-        self.lane.submit(write)
-
-    def before_acting(self) -> None:
-        """Before a reply's first browser action: every earlier turn is committed, and its live-view image taken
-        (of the page as that turn left it)."""
-        if not self.acting:
-            self.acting = True
-            self.lane.flush()
-
-    def close_lane(self) -> None:
-        try:
-            self.hand_off()
-            self.lane.flush()
-        except LaneFailed:
-            log.warning("run %s: part of its record could not be written", self.run.public_id, exc_info=True)
-        finally:
-            self.lane.close()
+    # --- the live view ---------------------------------------------------------------------------------------
 
     def live_view_image(self) -> str | None:
         """On the lane: the viewport as the turn left it, for people watching; its URL, or None."""
@@ -682,9 +626,9 @@ class AgentLoop:
         which arrives in thinking blocks."""
         for block in content:
             if block.type == "text" and block.text.strip():
-                self.record("agent.message", {"text": block.text, "turn": self.replies, "source": "text"})
+                self.record.event("agent.message", {"text": block.text, "turn": self.replies, "source": "text"})
             elif block.type == "thinking" and (block.thinking or "").strip():
-                self.record("agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
+                self.record.event("agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
 
     def refused(self, message: BetaMessage, content: list[BetaContentBlock]) -> Ending:
         text = " ".join(block.text.strip() for block in content if block.type == "text" and block.text.strip())
@@ -723,7 +667,7 @@ class AgentLoop:
         return self.follow(self.verdict.prose())
 
     def emit_tool_use(self, use: BetaToolUseBlock) -> None:
-        self.record(
+        self.record.event(
             "agent.tool_use",
             {"id": use.id, "name": use.name, "toolset": use.toolset_name, "input": use.input, "turn": self.replies},
         )
@@ -741,7 +685,7 @@ class AgentLoop:
             "url": active_url(block["content"]),
             "turn": self.replies,
         }
-        self.record("agent.tool_result", data)
+        self.record.event("agent.tool_result", data)
         # How a placeholder names this result once it leaves what is sent; the timeline's agent.tool_result event
         # carries the same tool_use_id (its seq is only taken when the lane writes the turn).
         self.result_labels[use.id] = f"of {use.name} call {use.id}, turn {self.replies}"
@@ -795,7 +739,7 @@ class AgentLoop:
         if calls.halted:
             return result_block(use, "Not executed: an earlier action in this turn failed.", is_error=True), None
         self.safe_point()
-        self.before_acting()
+        self.record.before_acting()
         block, screenshot_url = self.browse(use)
         calls.actions.append((use.name, use.input))
         calls.halted = bool(block.get("is_error"))
@@ -829,7 +773,7 @@ class AgentLoop:
             last = index == len(calls.results) - 1
             data = self.emit_tool_result(result.use, result.block, lines if last else [], result.screenshot_url)
             if last and wants_live_view:
-                self.live_view_for = data
+                self.record.live_view_for = data
 
     def decide_next(self, calls: ReplyCalls, replied_in: Phase) -> Ending | None:
         """After the results: the verdict phase decides (runs.agent.verdict) whether the run ends, an accepted done is
@@ -924,8 +868,8 @@ class AgentLoop:
         if not evaluator.has_outcome(self.run):
             return Ending.verdict(done)
         view = self.capture_final_view()
-        self.hand_off()
-        self.lane.flush()  # the grader reads the run's record, and its span events come after the turn's
+        self.record.hand_off()
+        self.record.flush()  # the grader reads the run's record, and its span events come after the turn's
         evaluation = evaluator.evaluate(self.run, self.verdict.iteration, view, done=done)
         result = evaluation.result
         if result == "interrupted":
