@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
 from django.conf import settings
@@ -23,8 +23,9 @@ from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
 from runs.usage import Answered
 
-from . import context, evaluation, extraction, live_view, notices, prompts, spending, tracing
+from . import browser_call, context, evaluation, extraction, live_view, notices, prompts, spending, tracing
 from .browser import BrowserHost, PlaywrightBrowserToolset
+from .browser_call import BrowserCrashed, crashed_if_gone
 from .model import ModelUnavailable, create_message, model_profile, thinking_param
 from .network_guard import NetworkGuard
 from .record import TurnRecord
@@ -33,6 +34,7 @@ from .verdict import Ending, Next, Phase, Verdict
 from .worker import browser_host
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EPHEMERAL = {"type": "ephemeral"}
 BROWSER_TOOLSET = "browser"
@@ -88,10 +90,6 @@ class Stop(Exception):
     def __init__(self, ending: Ending) -> None:
         super().__init__(ending.message)
         self.ending = ending
-
-
-class BrowserCrashed(Exception):
-    """The browser died or hung: not the agent's failure, and nothing more can be done in this run."""
 
 
 class Heartbeat(threading.Thread):
@@ -290,6 +288,19 @@ class AgentLoop:
     def browser_timeout(self) -> float:
         return settings.BROWSER_ACTION_TIMEOUT_SECONDS + BROWSER_CALL_MARGIN_SECONDS
 
+    def browser(
+        self,
+        step: Coroutine[Any, Any, T],
+        *,
+        doing: str,
+        timeout: float | None = None,
+        crashed: str | Callable[[str], str] = browser_call.CRASHED,
+    ) -> T:
+        """One browser step of this run (runs.agent.browser_call): a hung or crashed browser is BrowserCrashed."""
+        return browser_call.call(
+            self.host, step, timeout=timeout or self.browser_timeout(), doing=doing, crashed=crashed
+        )
+
     def open_browser(self) -> None:
         self._host = host = self.host_factory()
         run = self.run
@@ -319,36 +330,47 @@ class AgentLoop:
 
         self._guard = guard
         state = run.session.browser_state or None
+
+        def open_context(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
+            return self.browser(
+                build(storage_state),
+                doing="open a context",
+                timeout=BROWSER_SETUP_TIMEOUT_SECONDS,
+                crashed=lambda error: f"The browser could not be started: {error}",
+            )
+
         try:
-            self._toolset = host.run(build(state), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
-        except TimeoutError:
-            raise BrowserCrashed(
-                f"The browser did not open a context within {BROWSER_SETUP_TIMEOUT_SECONDS} s."
-            ) from None
+            self._toolset = open_context(state)
+        except BrowserCrashed:
+            raise
         except Exception as error:
-            if state is None or not host.is_connected:
+            if state is None:
                 raise BrowserCrashed(f"The browser could not be started: {first_line(error)}") from error
             # a saved state Chromium refuses should not cost the run: start from a clean context instead
             log.warning("run %s: the session's browser state was refused; starting clean", run.public_id)
-            self._toolset = host.run(build(None), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+            self._toolset = open_context(None)
         self.live = live_view.attach(host, self.toolset, run.public_id)
 
         problem = ""
         if run.start_url:
             self.safe_point()
             try:
-                self.host.run(self.toolset.open(run.start_url), timeout=self.browser_timeout())
-            except TimeoutError:
-                raise BrowserCrashed(
-                    f"The browser did not open the start URL within {self.browser_timeout()} s."
-                ) from None
+                self.browser(
+                    self.toolset.open(run.start_url),
+                    doing="open the start URL",
+                    crashed=lambda error: f"The browser crashed opening the start URL: {error}",
+                )
+            except BrowserCrashed:
+                raise
             except Exception as error:
-                if not self.host.is_connected:
-                    raise BrowserCrashed(f"The browser crashed opening the start URL: {first_line(error)}") from error
                 problem = error_text(error)
         # issue 16: the run's replay trace, from the agent's first action (a trace's DOM snapshot of a page that hangs
         # would hang the start URL's load with it)
-        self.host.run(tracing.start(self.toolset.context, run.public_id), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+        self.browser(
+            tracing.start(self.toolset.context, run.public_id),
+            doing="start the run's trace",
+            timeout=BROWSER_SETUP_TIMEOUT_SECONDS,
+        )
         self.report_blocked()
         self.add_user([text_block(prompts.task_message(run.task, run.start_url, problem))])
 
@@ -365,16 +387,12 @@ class AgentLoop:
         self.toolset.last_screenshot_url = None
         if self.live is not None:
             self.live.note_action(use.name, use.input)  # issue 16: the live view's cursor mark
-        try:
-            block = self.host.run(self.toolset.tool_result(use), timeout=self.browser_timeout())
-        except TimeoutError:
-            raise BrowserCrashed(
-                f"The browser did not finish a {use.name} action within {self.browser_timeout()} s."
-            ) from None
+        crashed = f"The browser crashed or disconnected during a {use.name} action."
+        block = self.browser(self.toolset.tool_result(use), doing=f"finish a {use.name} action", crashed=crashed)
         self.final_view_fresh = False
         self.report_blocked()
-        if block.get("is_error") and not self.host.is_connected:
-            raise BrowserCrashed(f"The browser crashed or disconnected during a {use.name} action.")
+        # a member reports its failure in its result: with the browser gone, that failure is a crash
+        crashed_if_gone(self.host, failed=bool(block.get("is_error")), message=crashed)
         # A page may echo a secret the agent typed: the model sees the placeholder again.
         return mask(block, self.run.secrets), self.toolset.last_screenshot_url
 
@@ -382,12 +400,10 @@ class AgentLoop:
         """After an action turn: the page's fingerprint, for stagnation notices. It hashes the turn's last read_page
         or find snapshot when there is one (the toolset's last_snapshot), so a turn that read costs no second one."""
         try:
-            fingerprint = self.host.run(self.toolset.page_fingerprint(), timeout=self.browser_timeout())
-        except TimeoutError:
-            raise BrowserCrashed(f"The browser did not answer within {self.browser_timeout()} s.") from None
+            fingerprint = self.browser(self.toolset.page_fingerprint(), doing="answer")
+        except BrowserCrashed:
+            raise
         except Exception as error:
-            if not self.host.is_connected:
-                raise BrowserCrashed("The browser crashed or disconnected.") from error
             log.info("run %s: could not observe the page: %s", self.run.public_id, first_line(error))
             return None
         return fingerprint
@@ -399,7 +415,7 @@ class AgentLoop:
         if self._toolset is None or not self.host.is_connected:
             return self.final_view
         try:
-            view = self.host.run(self.toolset.final_view(), timeout=self.browser_timeout())
+            view = self.browser(self.toolset.final_view(), doing="give its final view")
         except Exception as error:
             log.info("run %s: no final view: %s", self.run.public_id, first_line(error))
             return self.final_view
@@ -425,14 +441,16 @@ class AgentLoop:
             if view is not None:
                 self.record.event("agent.final_view", view)
             if self.host.is_connected:
-                state = self.host.run(self.toolset.storage_state(), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+                state = self.browser(
+                    self.toolset.storage_state(), doing="give its storage state", timeout=BROWSER_SETUP_TIMEOUT_SECONDS
+                )
                 Session.objects.filter(pk=self.run.session_id).update(browser_state=state)
         except Exception:
             log.warning("run %s: could not save the browser state", self.run.public_id, exc_info=True)
         finally:
             self.keep_trace()  # issue 16
             try:
-                self.host.run(self.toolset.close(), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+                self.browser(self.toolset.close(), doing="close the context", timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
             except Exception:
                 log.warning("run %s: the browser context did not close cleanly", self.run.public_id, exc_info=True)
 
@@ -579,8 +597,8 @@ class AgentLoop:
     def live_view_image(self) -> str | None:
         """On the lane: the viewport as the turn left it, for people watching; its URL, or None."""
         try:
-            image, extension = self.host.run(
-                self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY), timeout=self.browser_timeout()
+            image, extension = self.browser(
+                self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY), doing="give the live-view image"
             )
         except Exception as error:  # the live view goes without this frame; the loop meets a dead browser itself
             log.info("run %s: no live-view image: %s", self.run.public_id, first_line(error))
@@ -804,12 +822,7 @@ class AgentLoop:
         problem = extraction.input_problem(use.input)
         if problem is not None:
             return result_block(use, problem, is_error=True)
-        try:
-            text, url = self.host.run(extraction.page_text_and_url(self.toolset), timeout=self.browser_timeout())
-        except TimeoutError:
-            raise BrowserCrashed(
-                f"The browser did not give the page's text within {self.browser_timeout()} s."
-            ) from None
+        text, url = self.browser(extraction.page_text_and_url(self.toolset), doing="give the page's text")
         model = extraction.extraction_model(self.run)
         room = spending.headroom(self.run)
         if room.left is not None:
