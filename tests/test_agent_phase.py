@@ -12,8 +12,9 @@ import pytest
 from anthropic.types.beta import BetaToolUseBlock
 
 from runs.agent import notices, prompts
+from runs.agent.calls import CallResult, ReplyCalls, result_block
 from runs.agent.evaluation import NoOutcomes
-from runs.agent.loop import AgentLoop, CallResult, ReplyCalls, result_block
+from runs.agent.loop import AgentLoop
 from runs.agent.verdict import VERDICT_CORRECTIONS, Phase
 from runs.models import Run
 from tests.factories import make_run

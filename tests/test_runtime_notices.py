@@ -3,7 +3,7 @@
 import pytest
 
 from runs.agent import notices
-from runs.agent.loop import add_notices
+from runs.agent.calls import add_notices
 from runs.agent.notices import NoticeTracker
 from runs.models import Run
 from tests import messages_stub as stub_fixtures

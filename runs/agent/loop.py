@@ -6,7 +6,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
@@ -15,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 from playwright.async_api import Error as PlaywrightError
 
-from agent_platform.lib.text import bounded, content_text, first_line
+from agent_platform.lib.text import content_text, first_line
 from runs import lifecycle
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
@@ -26,10 +25,22 @@ from runs.usage import Answered
 from . import browser_call, context, evaluation, extraction, live_view, notices, prompts, spending, tracing
 from .browser import BrowserHost, PlaywrightBrowserToolset
 from .browser_call import BrowserCrashed, crashed_if_gone
+from .calls import (
+    CallResult,
+    ReplyCalls,
+    add_notices,
+    check_done,
+    error_text,
+    is_browser,
+    is_done,
+    result_block,
+    text_block,
+    tool_result_event,
+    tool_use_event,
+)
 from .model import ModelUnavailable, create_message, model_profile, thinking_param
 from .network_guard import NetworkGuard
 from .record import TurnRecord
-from .schema import data_problems
 from .verdict import Ending, Next, Phase, Verdict
 from .worker import browser_host
 
@@ -37,51 +48,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 EPHEMERAL = {"type": "ephemeral"}
-BROWSER_TOOLSET = "browser"
 # The driver bounds each action itself (navigation 30 s, a wait 30 s); past this margin the browser is considered hung.
 BROWSER_CALL_MARGIN_SECONDS = 20
 BROWSER_SETUP_TIMEOUT_SECONDS = 60
 # Breakpoints on the last user messages, so each request reads the previous one's prefix from the cache; with the
 # system prompt's that makes three of the four the API allows.
 MESSAGE_BREAKPOINTS = 2
-EVENT_TEXT_MAX_CHARS = 20_000
-NOT_EXECUTED_AFTER_DONE = "Not executed: done already ended the run in this turn."
-NOT_EXECUTED_ACKNOWLEDGING = "Not executed: the evaluation budget is exhausted and the run is ending; only done counts."
-NOT_EXECUTED_TRUNCATED = (
-    "Not executed: your reply was cut off at its max_tokens limit, so this call may be incomplete. Send it again."
-)
-VERDICT_REQUIRED = (
-    "verdict_required: this is the verdict turn; every tool but done is refused. Call done with your verdict."
-)
 # pause_turn replies in a row that are sent back to continue before the run gives up.
 MAX_PAUSES = 5
-
-
-@dataclass
-class CallResult:
-    """One tool call of a reply and its answer: the tool_result block, and a screenshot's URL if the call took one."""
-
-    use: BetaToolUseBlock
-    block: dict[str, Any]
-    screenshot_url: str | None = None
-
-
-@dataclass
-class ReplyCalls:
-    """What running one reply's tool calls gave: their results, and what the rest of the turn is decided on."""
-
-    results: list[CallResult] = field(default_factory=list)
-    actions: list[tuple[str, dict[str, object]]] = field(default_factory=list)  # browser and extract calls, as run
-    accepted: dict[str, Any] | None = None  # the verdict of a valid done
-    done_called: bool = False
-    acted: bool = False  # an action that can change the page succeeded
-    halted: bool = False  # the last browser action failed: the reply's later ones do not run
-
-    def showed_page(self) -> bool:
-        """Whether a result already shows the page (a screenshot), so the turn needs no live-view image."""
-        return any(result.screenshot_url for result in self.results) or any(
-            has_image(result.block["content"]) for result in self.results
-        )
 
 
 class Stop(Exception):
@@ -115,43 +89,6 @@ class Heartbeat(threading.Thread):
 
     def stop(self) -> None:
         self.stopped.set()
-
-
-def text_block(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def active_url(content: Any) -> str | None:
-    """The active tab's URL from the browser_state block the SDK appends to a member's result."""
-    if isinstance(content, str):
-        return None
-    for block in content or []:
-        if block.get("type") == "browser_state":
-            for tab in block.get("tabs") or []:
-                if tab.get("active"):
-                    url: str | None = tab.get("url")
-                    return url
-    return None
-
-
-def has_image(content: Any) -> bool:
-    return not isinstance(content, str) and any(block.get("type") == "image" for block in content or [])
-
-
-def error_text(error: Exception) -> str:
-    content = getattr(error, "content", None)
-    if content is None:
-        return str(error)
-    return content if isinstance(content, str) else content_text(content)
-
-
-def result_block(use: BetaToolUseBlock, text: str, *, is_error: bool = False) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": [text_block(text)]}
-    if use.toolset_name:
-        block["toolset_name"] = use.toolset_name  # the API rejects a member's result without it
-    if is_error:
-        block["is_error"] = True
-    return block
 
 
 class AgentLoop:
@@ -669,7 +606,7 @@ class AgentLoop:
         results = []
         for use in uses:
             self.emit_tool_use(use)
-            block = result_block(use, NOT_EXECUTED_TRUNCATED, is_error=True)
+            block = result_block(use, prompts.NOT_EXECUTED_TRUNCATED, is_error=True)
             self.emit_tool_result(use, block, [], None)
             results.append(block)
         self.add_user([*results, text_block(prompts.truncated_message(limit, self.max_tokens))])
@@ -685,24 +622,12 @@ class AgentLoop:
         return self.follow(self.verdict.prose())
 
     def emit_tool_use(self, use: BetaToolUseBlock) -> None:
-        self.record.event(
-            "agent.tool_use",
-            {"id": use.id, "name": use.name, "toolset": use.toolset_name, "input": use.input, "turn": self.replies},
-        )
+        self.record.event("agent.tool_use", tool_use_event(use, self.replies))
 
     def emit_tool_result(
         self, use: BetaToolUseBlock, block: dict[str, Any], lines: list[str], screenshot_url: str | None
     ) -> dict[str, Any]:
-        data = {
-            "tool_use_id": use.id,
-            "name": use.name,
-            "content": bounded(content_text(block["content"]), EVENT_TEXT_MAX_CHARS, marker_within_limit=False),
-            "notices": lines,
-            "is_error": bool(block.get("is_error")),
-            "screenshot_url": screenshot_url,
-            "url": active_url(block["content"]),
-            "turn": self.replies,
-        }
+        data = tool_result_event(use, block, lines, screenshot_url, self.replies)
         self.record.event("agent.tool_result", data)
         # How a placeholder names this result once it leaves what is sent; the timeline's agent.tool_result event
         # carries the same tool_use_id (its seq is only taken when the lane writes the turn).
@@ -725,26 +650,24 @@ class AgentLoop:
             self.emit_tool_use(use)
             screenshot_url = None
             if calls.accepted is not None:
-                block = result_block(use, NOT_EXECUTED_AFTER_DONE, is_error=True)
-            elif use.name == prompts.DONE_TOOL and not use.toolset_name:
+                block = result_block(use, prompts.NOT_EXECUTED_AFTER_DONE, is_error=True)
+            elif is_done(use):
                 calls.done_called = True
                 block, calls.accepted = self.check_done(use)
                 self.verdict.call_answered(is_error=calls.accepted is None)
                 if calls.accepted is None:
                     self.verdict.done_refused(mask(content_text(block["content"]), self.run.secrets))
             elif replied_in is Phase.VERDICT_TURN:
-                block = result_block(use, VERDICT_REQUIRED, is_error=True)
+                block = result_block(use, prompts.VERDICT_REQUIRED, is_error=True)
                 self.verdict.call_answered(is_error=True)
-            elif use.toolset_name == BROWSER_TOOLSET:
+            elif is_browser(use):
                 block, screenshot_url = self.run_browser_call(use, calls)
             elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
                 block = self.extract(use)
                 calls.actions.append((use.name, use.input))
                 self.verdict.call_answered(is_error=bool(block.get("is_error")))
             else:
-                block = result_block(
-                    use, f"Unknown tool {use.name!r}: use the browser tools, or done to finish.", is_error=True
-                )
+                block = result_block(use, prompts.unknown_tool(use.name), is_error=True)
                 self.verdict.call_answered(is_error=True)
             calls.results.append(CallResult(use, block, screenshot_url))
         if calls.actions:
@@ -755,7 +678,7 @@ class AgentLoop:
         """One browser action, unless an earlier one of the reply failed (the page is not what the agent planned
         for)."""
         if calls.halted:
-            return result_block(use, "Not executed: an earlier action in this turn failed.", is_error=True), None
+            return result_block(use, prompts.NOT_EXECUTED_AFTER_FAILED_ACTION, is_error=True), None
         self.safe_point()
         self.record.before_acting()
         block, screenshot_url = self.browse(use)
@@ -845,35 +768,12 @@ class AgentLoop:
         try:
             answer = extraction.extract(self.run, use.input, text, url)
         except ModelUnavailable as error:
-            return result_block(use, f"The extraction request failed: {error}", is_error=True)
+            return result_block(use, prompts.extraction_failed(error), is_error=True)
         return result_block(use, answer.text, is_error=answer.is_error)
 
     def check_done(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """Validate a done call: its result block, and the accepted verdict or None."""
-        given = use.input if isinstance(use.input, dict) else {}
-        problems = []
-        if not isinstance(given.get("success"), bool):
-            problems.append("at $.success: success must be true or false")
-        if not isinstance(given.get("output"), str):
-            problems.append("at $.output: output must be a string")
-        if problems:
-            return result_block(use, "invalid_input:\n" + "\n".join(problems), is_error=True), None
-        data = given.get("data")
-        if self.schema is not None and given["success"]:
-            violations = (
-                ["at $: data is required by this run's output_schema when success is true"]
-                if "data" not in given
-                else data_problems(self.schema, data)
-            )
-        elif self.schema is not None:
-            # a failure may come without data; data it does give is held to the schema
-            violations = data_problems(self.schema, data) if data is not None else []
-        else:
-            violations = data_problems({}, data) if data is not None else []
-        if violations:
-            return result_block(use, "output_schema_violation:\n" + "\n".join(violations), is_error=True), None
-        done = {"success": given["success"], "output": given["output"], "data": data}
-        return result_block(use, "Verdict recorded."), done
+        """Validate a done call under the run's output_schema (runs.agent.calls)."""
+        return check_done(use, self.schema)
 
     def grade(self, done: dict[str, Any]) -> Ending | None:
         """An accepted done ends the run, unless the run's outcome sends the agent back to revise its work."""
@@ -901,11 +801,11 @@ class AgentLoop:
         results = []
         for use in uses:
             self.emit_tool_use(use)
-            if use.name == prompts.DONE_TOOL and not use.toolset_name:
+            if is_done(use):
                 block, accepted = self.check_done(use)
                 self.verdict.acknowledged(accepted)
             else:
-                block = result_block(use, NOT_EXECUTED_ACKNOWLEDGING, is_error=True)
+                block = result_block(use, prompts.NOT_EXECUTED_ACKNOWLEDGING, is_error=True)
             results.append((use, block))
         for use, block in results:
             self.emit_tool_result(use, block, [], None)
@@ -921,15 +821,6 @@ class AgentLoop:
             loop_nudges=tracker.loop_nudges,
             stagnation_nudges=tracker.stagnation_nudges,
         )
-
-
-def add_notices(block: dict[str, Any], lines: list[str]) -> None:
-    """The notices go into a tool result before the SDK's browser_state block, where the SDK puts its own text."""
-    if isinstance(block["content"], str):
-        block["content"] = [text_block(block["content"])]
-    content = block["content"]
-    at = next((index for index, inner in enumerate(content) if inner.get("type") == "browser_state"), len(content))
-    content.insert(at, text_block("\n".join(lines)))
 
 
 def execute_run(run_id: int, *, worker: str) -> None:

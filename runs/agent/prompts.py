@@ -54,6 +54,38 @@ def budget_verdict_notice(cap: str, refused: str = "") -> str:
     )
 
 
+# What a tool call is answered when it is not run, or when done is checked.
+NOT_EXECUTED_AFTER_DONE = "Not executed: done already ended the run in this turn."
+NOT_EXECUTED_ACKNOWLEDGING = "Not executed: the evaluation budget is exhausted and the run is ending; only done counts."
+NOT_EXECUTED_TRUNCATED = (
+    "Not executed: your reply was cut off at its max_tokens limit, so this call may be incomplete. Send it again."
+)
+NOT_EXECUTED_AFTER_FAILED_ACTION = "Not executed: an earlier action in this turn failed."
+VERDICT_REQUIRED = (
+    "verdict_required: this is the verdict turn; every tool but done is refused. Call done with your verdict."
+)
+VERDICT_RECORDED = "Verdict recorded."
+DONE_SUCCESS_NOT_BOOLEAN = "at $.success: success must be true or false"
+DONE_OUTPUT_NOT_STRING = "at $.output: output must be a string"
+DONE_DATA_REQUIRED = "at $: data is required by this run's output_schema when success is true"
+
+
+def invalid_input(problems: list[str]) -> str:
+    return "invalid_input:\n" + "\n".join(problems)
+
+
+def output_schema_violation(violations: list[str]) -> str:
+    return "output_schema_violation:\n" + "\n".join(violations)
+
+
+def unknown_tool(name: str) -> str:
+    return f"Unknown tool {name!r}: use the browser tools, or done to finish."
+
+
+def extraction_failed(error: object) -> str:
+    return f"The extraction request failed: {error}"
+
+
 EMPTY_REPLY = (
     "Your reply was empty. Continue the task with the browser tools, or call done(success, output) if it is "
     "complete or cannot be completed."
