@@ -17,9 +17,56 @@ from .events import emit, emit_many
 from .models import Run
 
 
-def _tokens(usage: Any, name: str) -> int:
-    value = getattr(usage, name, None) if not isinstance(usage, dict) else usage.get(name)
-    return int(value or 0)
+def _field(source: Any, name: str) -> Any:
+    return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """What one Messages API call reports of its tokens, read once from the SDK's usage object (or its dict form)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    one_hour_cache_write: int = 0  # of the cache writes, those with the 1-hour lifetime (priced apart)
+    speed: str | None = None
+
+    @property
+    def prompt(self) -> int:
+        """The prompt the request sent: input, cache read and cache write."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+    def counts(self) -> dict[str, int]:
+        """The four counts by the API's names, as ModelRequest, billing and the spec's usage object name them."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+        }
+
+
+def read_usage(usage: Any) -> Tokens:
+    """The one reader of the SDK's usage object: every count a missing or null field leaves is 0."""
+
+    def count(source: Any, name: str) -> int:
+        return int(_field(source, name) or 0)
+
+    cache_creation = _field(usage, "cache_creation")
+    return Tokens(
+        input_tokens=count(usage, "input_tokens"),
+        output_tokens=count(usage, "output_tokens"),
+        cache_read_input_tokens=count(usage, "cache_read_input_tokens"),
+        cache_creation_input_tokens=count(usage, "cache_creation_input_tokens"),
+        one_hour_cache_write=count(cache_creation, "ephemeral_1h_input_tokens") if cache_creation else 0,
+        speed=_field(usage, "speed") or None,
+    )
+
+
+def compaction_iterations(usage: Any) -> list[Any]:
+    """Server-side compaction's own sampling steps, which the API reports in usage.iterations (each a usage)."""
+    return [item for item in (_field(usage, "iterations") or []) if _field(item, "type") == "compaction"]
 
 
 @dataclass(frozen=True)
@@ -58,17 +105,11 @@ def record_turn(
 
 def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict[str, Any], dict[str, Any]]:
     """The unsaved ModelRequest row of an answered request, the run-total increments and the agent.usage data."""
-    usage, source, model, now = answered.usage, answered.source, answered.model, answered.at
-    speed = (usage.get("speed") if isinstance(usage, dict) else getattr(usage, "speed", None)) or "standard"
-    tokens = {
-        "input_tokens": _tokens(usage, "input_tokens"),
-        "output_tokens": _tokens(usage, "output_tokens"),
-        "cache_read_input_tokens": _tokens(usage, "cache_read_input_tokens"),
-        "cache_creation_input_tokens": _tokens(usage, "cache_creation_input_tokens"),
-    }
-    cache_creation = usage.get("cache_creation") if isinstance(usage, dict) else getattr(usage, "cache_creation", None)
-    one_hour = _tokens(cache_creation, "ephemeral_1h_input_tokens") if cache_creation else 0
-    billed = charge(model, speed, now, one_hour_cache_write=one_hour, **tokens)
+    source, model, now = answered.source, answered.model, answered.at
+    read = read_usage(answered.usage)
+    speed = read.speed or "standard"
+    tokens = read.counts()
+    billed = charge(model, speed, now, one_hour_cache_write=read.one_hour_cache_write, **tokens)
     price, cost = billed.price, billed.cost_usd
     request = ModelRequest(
         workspace_id=run.workspace_id,

@@ -20,7 +20,7 @@ from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
-from runs.usage import Answered
+from runs.usage import Answered, compaction_iterations, read_usage
 
 from . import browser_call, context, evaluation, extraction, live_view, notices, prompts, spending, tracing
 from .browser import BrowserHost, PlaywrightBrowserToolset
@@ -506,18 +506,13 @@ class AgentLoop:
 
     def after_request(self, message: BetaMessage) -> None:
         """What the reply tells the cost estimate, and the timeline when the server compacted the conversation."""
-        usage = message.usage
+        usage = read_usage(message.usage)
         self.last_request = spending.LastRequest(
-            prompt_tokens=spending.prompt_tokens_of(usage),
-            output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-            estimated_tokens=self.sent_tokens,
+            prompt_tokens=usage.prompt, output_tokens=usage.output_tokens, estimated_tokens=self.sent_tokens
         )
         compacted = [block for block in message.content or [] if getattr(block, "type", "") == "compaction"]
         if compacted:
-            iterations = [
-                item for item in (getattr(usage, "iterations", None) or []) if getattr(item, "type", "") == "compaction"
-            ]
-            before = sum(int(getattr(item, "input_tokens", 0) or 0) for item in iterations)
+            before = sum(read_usage(item).input_tokens for item in compaction_iterations(message.usage))
             self.record.event(
                 "context.compacted",
                 {

@@ -11,7 +11,7 @@ from anthropic.types.beta import BetaMessage
 from django.conf import settings
 
 from runs.models import Run
-from runs.usage import record_model_request
+from runs.usage import compaction_iterations, record_model_request
 
 if TYPE_CHECKING:
     from .profiles import ModelProfile
@@ -96,7 +96,6 @@ def create_message(run: Run, *, source: str, record: bool = True, **params: Any)
         record_model_request(run, source=source, model=model, usage=message.usage)
     # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
     # usage.iterations and left out of the top-level usage: each is a request of source compaction.
-    for iteration in getattr(message.usage, "iterations", None) or []:
-        if getattr(iteration, "type", "") == "compaction":
-            record_model_request(run, source="compaction", model=model, usage=iteration)
+    for iteration in compaction_iterations(message.usage):
+        record_model_request(run, source="compaction", model=model, usage=iteration)
     return message
