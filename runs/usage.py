@@ -85,12 +85,19 @@ def record_turn(
     answered: Answered | None = None,
     events: Sequence[tuple[str, dict[str, Any], datetime]] = (),
     signals: dict[str, Any] | None = None,
+    compactions: Sequence[Answered] = (),
 ) -> None:
-    """One agent turn's record in one transaction: the model request that produced it (its row, the run's totals
-    and its agent.usage event, first), the turn's events with their seqs taken at once, and the run's signals."""
+    """One agent turn's record in one transaction: the model requests that produced it (the server's compaction
+    steps, then the request itself: their rows, the run's totals and their agent.usage events, first), the turn's
+    events with their seqs taken at once, and the run's signals."""
     with transaction.atomic():
         items: list[tuple[str, dict[str, Any], datetime]] = []
         changes: dict[str, Any] = {}
+        for compaction in compactions:
+            request, totals, event = _bill(run, compaction)
+            request.save()
+            Run.objects.filter(pk=run.pk).update(**totals)
+            items.append(("agent.usage", event, compaction.at))
         if answered is not None:
             request, totals, event = _bill(run, answered)
             request.save()

@@ -473,7 +473,9 @@ class AgentLoop:
             if ending is not None:
                 return ending
             message = create_message(self.run, source="agent", record=False, **params)
-            self.record.reply(Answered("agent", message.model or params["model"], message.usage, timezone.now()))
+            model, at = message.model or params["model"], timezone.now()
+            compactions = [Answered("compaction", model, step, at) for step in compaction_iterations(message.usage)]
+            self.record.reply(Answered("agent", model, message.usage, at), compactions)
             self.replies += 1
             self.after_request(message)
             ending = self.on_reply(message)

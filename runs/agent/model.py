@@ -92,8 +92,9 @@ def create_message(run: Run, *, source: str, record: bool = True, **params: Any)
         log.warning("model request for %s failed: %s", run.public_id, describe(error))
         raise ModelUnavailable(describe(error)) from error
     model = message.model or params.get("model", run.model)
-    if record:  # the agent loop records its own requests with the turn, off the critical path
-        record_model_request(run, source=source, model=model, usage=message.usage)
+    if not record:  # the agent loop records its own requests with the turn, off the critical path, compaction too
+        return message
+    record_model_request(run, source=source, model=model, usage=message.usage)
     # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
     # usage.iterations and left out of the top-level usage: each is a request of source compaction.
     for iteration in compaction_iterations(message.usage):

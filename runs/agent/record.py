@@ -43,6 +43,7 @@ class TurnRecord:
         self.signals = signals
         self.live_view_image = live_view_image
         self.answered: Answered | None = None
+        self.compactions: list[Answered] = []
         self.events: list[tuple[str, dict[str, Any], datetime]] = []
         # the tool_result event data the turn's live-view image belongs to
         self.live_view_for: dict[str, Any] | None = None
@@ -52,18 +53,19 @@ class TurnRecord:
     def event(self, type: str, data: dict[str, Any]) -> None:
         self.events.append((type, data, timezone.now()))
 
-    def reply(self, answered: Answered) -> None:
-        """A new reply: the request that produced it is billed with this turn's record."""
-        self.answered = answered
+    def reply(self, answered: Answered, compactions: list[Answered]) -> None:
+        """A new reply: the request that produced it (and the server's compaction steps before it) is billed with this
+        turn's record."""
+        self.answered, self.compactions = answered, compactions
         self.acting = False
 
     def hand_off(self) -> None:
         """Hand the turn's record (and its live-view image) to the lane, with the signals when they changed, so the
         live page shows them."""
-        answered, events, current = self.answered, self.events, self.signals()
+        answered, compactions, events, current = self.answered, self.compactions, self.events, self.signals()
         signals = current if current != self.written_signals else None
         live_view_for, self.live_view_for = self.live_view_for, None
-        self.answered, self.events = None, []
+        self.answered, self.compactions, self.events = None, [], []
         if answered is None and not events and signals is None:
             return
         if signals is not None:
@@ -73,7 +75,7 @@ class TurnRecord:
         def write() -> None:
             if live_view_for is not None:
                 live_view_for["screenshot_url"] = live_view_image()
-            record_turn(run, answered=answered, events=events, signals=signals)
+            record_turn(run, answered=answered, compactions=compactions, events=events, signals=signals)
             lifecycle.heartbeat(run)
 
         self.lane.submit(write)
