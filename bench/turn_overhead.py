@@ -96,7 +96,7 @@ def install(profiler: TurnProfiler) -> None:
     from playwright.async_api import Page
 
     from runs import events, lifecycle, usage
-    from runs.agent import loop, model, record
+    from runtime import loop, model, record
 
     def wrap_in_place(
         owner: object, name: str, category: str | Callable[..., str], *, starts_turn: bool = False
@@ -136,9 +136,9 @@ def reuse_one_client() -> None:
     """Build the Anthropic client once: each construction loads the CA bundle into a new SSL context."""
     import functools
 
-    from runs.agent import model
+    from agent_platform import llm
 
-    model.client = functools.cache(model.client)  # the what-if, in this process only
+    llm.client = functools.cache(llm.client)  # the what-if, in this process only
 
 
 def main() -> None:

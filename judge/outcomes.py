@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from agent_platform import ids
 from agent_platform.lib.timestamps import rfc3339
-from runs.agent.model import ModelUnavailable
+from agent_platform.llm import ModelUnavailable
 from runs.events import emit
 from runs.lifecycle import cancel_requested
 from runs.models import Run

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from anthropic.types.beta import BetaToolUseBlock
 
-from runs.agent import notices, prompts
-from runs.agent.calls import CallResult, ReplyCalls, result_block
-from runs.agent.evaluation import NoOutcomes
-from runs.agent.loop import AgentLoop
-from runs.agent.verdict import VERDICT_CORRECTIONS, Phase
+from runs.evaluation import NoOutcomes
 from runs.models import Run
+from runtime import notices, prompts
+from runtime.calls import CallResult, ReplyCalls, result_block
+from runtime.loop import AgentLoop
+from runtime.verdict import VERDICT_CORRECTIONS, Phase
 from tests.factories import make_run
 
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from runs.agent import notices
-from runs.agent.calls import add_notices
-from runs.agent.notices import NoticeTracker
 from runs.models import Run
+from runtime import notices
+from runtime.calls import add_notices
+from runtime.notices import NoticeTracker
 from tests import messages_stub as stub_fixtures
 from tests import runtime_support
 from tests.runtime_support import browser, done, events, finished, last_tool_result_text, launch

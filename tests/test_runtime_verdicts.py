@@ -5,8 +5,8 @@ import json
 import pytest
 
 from agent_platform.models import ModelRequest
-from demo_site.tasks import ITEMS_SCHEMA
 from runs.models import Run
+from runs.presets import ITEMS_SCHEMA
 from tests import messages_stub as stub_fixtures
 from tests import runtime_support
 from tests.factories import make_session

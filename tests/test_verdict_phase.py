@@ -3,9 +3,9 @@ turn, driven with plain values (no database, no thread, no model profile, no bro
 
 import pytest
 
-from runs.agent import notices, prompts
-from runs.agent.verdict import MAX_TRUNCATIONS, VERDICT_CORRECTIONS, Ending, Next, Phase, Verdict
 from runs.models import Run
+from runtime import notices, prompts
+from runtime.verdict import MAX_TRUNCATIONS, VERDICT_CORRECTIONS, Ending, Next, Phase, Verdict
 
 DONE = {"success": True, "output": "Three products.", "data": None}
 FAILED_DONE = {"success": False, "output": "No products.", "data": None}

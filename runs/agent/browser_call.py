@@ -8,8 +8,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from agent_platform.lib.text import first_line
-
-from .browser import BrowserHost
+from runtime.browser.host import BrowserHost
 
 T = TypeVar("T")
 

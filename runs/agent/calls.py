@@ -9,9 +9,9 @@ from typing import Any
 from anthropic.types.beta import BetaToolUseBlock
 
 from agent_platform.lib.text import bounded, content_text
+from runs.schema import data_problems
 
 from . import prompts
-from .schema import data_problems
 
 BROWSER_TOOLSET = "browser"
 EVENT_TEXT_MAX_CHARS = 20_000

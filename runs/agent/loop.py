@@ -15,15 +15,18 @@ from django.utils import timezone
 from playwright.async_api import Error as PlaywrightError
 
 from agent_platform.lib.text import content_text, first_line
+from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
 from runs import lifecycle
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secret_box import SecretsUnavailable, unseal
 from runs.secrets import mask, prompt_section
-from runs.usage import Answered, compaction_iterations, read_usage
+from runs.usage import Answered, compaction_iterations, create_message, read_usage
+from runtime.browser.host import BrowserHost
+from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.toolset import PlaywrightBrowserToolset
 
 from . import browser_call, context, evaluation, extraction, live_view, notices, prompts, spending, tracing
-from .browser import BrowserHost, PlaywrightBrowserToolset
 from .browser_call import BrowserCrashed, crashed_if_gone
 from .calls import (
     CallResult,
@@ -38,8 +41,6 @@ from .calls import (
     tool_result_event,
     tool_use_event,
 )
-from .model import ModelUnavailable, create_message, model_profile, thinking_param
-from .network_guard import NetworkGuard
 from .record import TurnRecord
 from .verdict import Ending, Next, Phase, Verdict
 from .worker import browser_host
@@ -125,13 +126,13 @@ class AgentLoop:
         self.browser_failed = False
         self.final_view_fresh = False
         self.tracker = notices.NoticeTracker(run.max_turns)
-        # What is sent of the conversation (runs.agent.context) and what the last request cost (cost caps).
+        # What is sent of the conversation (runtime.context) and what the last request cost (cost caps).
         self.context_state = context.ContextState()
         self.result_labels: dict[str, str] = {}
         self.last_request: spending.LastRequest | None = None
         self.sent_tokens = 0
         self.cache_kept = False
-        # What the model does not wait for goes to the run's lane (runs.agent.record): the turn's record (the request
+        # What the model does not wait for goes to the run's lane (runtime.record): the turn's record (the request
         # that produced it, its events, the signals) in one transaction, and the live-view screenshot.
         self.record = TurnRecord(run, signals=self.signals, live_view_image=self.live_view_image)
 
@@ -233,7 +234,7 @@ class AgentLoop:
         timeout: float | None = None,
         crashed: str | Callable[[str], str] = browser_call.CRASHED,
     ) -> T:
-        """One browser step of this run (runs.agent.browser_call): a hung or crashed browser is BrowserCrashed."""
+        """One browser step of this run (runtime.browser_call): a hung or crashed browser is BrowserCrashed."""
         return browser_call.call(
             self.host, step, timeout=timeout or self.browser_timeout(), doing=doing, crashed=crashed
         )
@@ -446,7 +447,7 @@ class AgentLoop:
         return params
 
     def fit_context(self, params: dict[str, Any]) -> None:
-        """Send what fits the model's limits (runs.agent.context): the stored conversation stays whole, the request
+        """Send what fits the model's limits (runtime.context): the stored conversation stays whole, the request
         carries its trimmed form and the server-side context management the model offers."""
         profile = self.profile or context.DEFAULT_PROFILE
         overhead = context.size_of({"system": params["system"], "tools": params["tools"]})
@@ -686,7 +687,7 @@ class AgentLoop:
         return block, screenshot_url
 
     def add_turn_notices(self, calls: ReplyCalls) -> list[str]:
-        """The turn's notices (runs.agent.notices), added to its last result; a reply whose done was accepted gets
+        """The turn's notices (runtime.notices), added to its last result; a reply whose done was accepted gets
         none."""
         if calls.accepted is not None:
             return []
@@ -714,7 +715,7 @@ class AgentLoop:
                 self.record.live_view_for = data
 
     def decide_next(self, calls: ReplyCalls, replied_in: Phase) -> Ending | None:
-        """After the results: the verdict phase decides (runs.agent.verdict) whether the run ends, an accepted done is
+        """After the results: the verdict phase decides (runtime.verdict) whether the run ends, an accepted done is
         graded, or the results go back to the model, with the verdict turn asked for when a limit was reached."""
         step = self.verdict.after_results(
             acted=bool(calls.actions), accepted=calls.accepted, done_called=calls.done_called, replied_in=replied_in
@@ -769,7 +770,7 @@ class AgentLoop:
         return result_block(use, answer.text, is_error=answer.is_error)
 
     def check_done(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """Validate a done call under the run's output_schema (runs.agent.calls)."""
+        """Validate a done call under the run's output_schema (runtime.calls)."""
         return check_done(use, self.schema)
 
     def grade(self, done: dict[str, Any]) -> Ending | None:

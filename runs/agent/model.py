@@ -14,7 +14,7 @@ from runs.models import Run
 from runs.usage import compaction_iterations, record_model_request
 
 if TYPE_CHECKING:
-    from .profiles import ModelProfile
+    from agent_platform.llm import ModelProfile
 
 log = logging.getLogger(__name__)
 
@@ -65,22 +65,22 @@ def describe(error: Exception) -> str:
 
 
 def model_profile(model: str) -> ModelProfile | None:
-    """The model's profile (runs.agent.profiles.ModelProfile) as the Models API describes it, or None when it cannot
+    """The model's profile (agent_platform.llm.ModelProfile) as the Models API describes it, or None when it cannot
     be learnt (the request itself then says what is wrong with the model)."""
-    from . import profiles  # noqa: PLC0415 (lazy: profiles builds its lookups on this module's client)
+    from agent_platform import llm  # noqa: PLC0415 (lazy: profiles builds its lookups on this module's client)
 
     try:
-        return profiles.profile(model)
-    except (profiles.UnknownModel, profiles.ProfilesUnavailable) as error:
+        return llm.profile(model)
+    except (llm.UnknownModel, llm.ProfilesUnavailable) as error:
         log.warning("no profile for model %s: %s", model, error)
         return None
 
 
 def thinking_param(profile: ModelProfile | None, mode: str) -> dict[str, Any] | None:
     """The request's thinking parameter for the run's thinking mode ("" = the model's default), or None to omit it."""
-    from . import profiles  # noqa: PLC0415 (lazy: profiles imports this module's client)
+    from agent_platform import llm  # noqa: PLC0415 (lazy: profiles imports this module's client)
 
-    return None if profile is None else profiles.thinking_config(profile, mode)
+    return None if profile is None else llm.thinking_config(profile, mode)
 
 
 def create_message(run: Run, *, source: str, record: bool = True, **params: Any) -> BetaMessage:

@@ -1,7 +1,7 @@
 """What a turn of the agent writes (the model request that produced it, its events, the run's signals, the live-view
 image) and the run's lane that writes it, off the model's critical path.
 
-A turn's record is written in one transaction by the run's lane (runs.agent.lane) while the model answers the next
+A turn's record is written in one transaction by the run's lane (runtime.lane) while the model answers the next
 request, with the live-view image taken first; pushes follow the commit. The model's requests are built from the
 loop's conversation alone, never from the record. What a worker lost mid-turn can lose: before a reply's first
 browser action the lane is flushed, so nothing reaches the web before every earlier turn is committed; what is lost is
