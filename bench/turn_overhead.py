@@ -96,7 +96,7 @@ def install(profiler: TurnProfiler) -> None:
     from playwright.async_api import Page
 
     from runs import events, lifecycle, usage
-    from runtime import loop
+    from runtime import loop, record
 
     def wrap_in_place(
         owner: object, name: str, category: str | Callable[..., str], *, starts_turn: bool = False
@@ -106,7 +106,7 @@ def install(profiler: TurnProfiler) -> None:
 
     wrap_in_place(loop, "create_message", "model client", starts_turn=True)
     wrap_in_place(usage, "record_model_request", "persistence")
-    wrap_in_place(loop, "record_turn", "persistence")
+    wrap_in_place(record, "record_turn", "persistence")
     wrap_in_place(usage, "emit", "persistence")
     wrap_in_place(events, "push", "push")
     wrap_in_place(loop, "save_screenshot", "screenshot")

@@ -15,6 +15,7 @@ from agent_platform.billing import charge
 from agent_platform.lib.request_size import size_of
 from agent_platform.models import ModelRequest, Workspace
 from runs.models import Run
+from runs.usage import read_usage
 
 # Until a request has told us its output, one is assumed to write this many tokens.
 ASSUMED_OUTPUT_TOKENS = 1_000
@@ -74,10 +75,7 @@ class LastRequest:
 
 
 def prompt_tokens_of(usage: object) -> int:
-    def tokens(name: str) -> int:
-        return int(getattr(usage, name, None) or 0)
-
-    return tokens("input_tokens") + tokens("cache_read_input_tokens") + tokens("cache_creation_input_tokens")
+    return read_usage(usage).prompt
 
 
 def estimate(

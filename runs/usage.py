@@ -26,9 +26,56 @@ from .models import Run
 log = logging.getLogger(__name__)
 
 
-def _tokens(usage: Any, name: str) -> int:
-    value = getattr(usage, name, None) if not isinstance(usage, dict) else usage.get(name)
-    return int(value or 0)
+def _field(source: Any, name: str) -> Any:
+    return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """What one Messages API call reports of its tokens, read once from the SDK's usage object (or its dict form)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    one_hour_cache_write: int = 0  # of the cache writes, those with the 1-hour lifetime (priced apart)
+    speed: str | None = None
+
+    @property
+    def prompt(self) -> int:
+        """The prompt the request sent: input, cache read and cache write."""
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+    def counts(self) -> dict[str, int]:
+        """The four counts by the API's names, as ModelRequest, billing and the spec's usage object name them."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+        }
+
+
+def read_usage(usage: Any) -> Tokens:
+    """The one reader of the SDK's usage object: every count a missing or null field leaves is 0."""
+
+    def count(source: Any, name: str) -> int:
+        return int(_field(source, name) or 0)
+
+    cache_creation = _field(usage, "cache_creation")
+    return Tokens(
+        input_tokens=count(usage, "input_tokens"),
+        output_tokens=count(usage, "output_tokens"),
+        cache_read_input_tokens=count(usage, "cache_read_input_tokens"),
+        cache_creation_input_tokens=count(usage, "cache_creation_input_tokens"),
+        one_hour_cache_write=count(cache_creation, "ephemeral_1h_input_tokens") if cache_creation else 0,
+        speed=_field(usage, "speed") or None,
+    )
+
+
+def compaction_iterations(usage: Any) -> list[Any]:
+    """Server-side compaction's own sampling steps, which the API reports in usage.iterations (each a usage)."""
+    return [item for item in (_field(usage, "iterations") or []) if _field(item, "type") == "compaction"]
 
 
 @dataclass(frozen=True)
@@ -47,12 +94,19 @@ def record_turn(
     answered: Answered | None = None,
     events: Sequence[tuple[str, dict[str, Any], datetime]] = (),
     signals: dict[str, Any] | None = None,
+    compactions: Sequence[Answered] = (),
 ) -> None:
-    """One agent turn's record in one transaction: the model request that produced it (its row, the run's totals
-    and its agent.usage event, first), the turn's events with their seqs taken at once, and the run's signals."""
+    """One agent turn's record in one transaction: the model requests that produced it (the server's compaction
+    steps, then the request itself: their rows, the run's totals and their agent.usage events, first), the turn's
+    events with their seqs taken at once, and the run's signals."""
     with transaction.atomic():
         items: list[tuple[str, dict[str, Any], datetime]] = []
         changes: dict[str, Any] = {}
+        for compaction in compactions:
+            request, totals, event = _bill(run, compaction)
+            request.save()
+            Run.objects.filter(pk=run.pk).update(**totals)
+            items.append(("agent.usage", event, compaction.at))
         if answered is not None:
             request, totals, event = _bill(run, answered)
             request.save()
@@ -67,20 +121,16 @@ def record_turn(
 
 def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict[str, Any], dict[str, Any]]:
     """The unsaved ModelRequest row of an answered request, the run-total increments and the agent.usage data."""
-    usage, source, model, now = answered.usage, answered.source, answered.model, answered.at
-    speed = (usage.get("speed") if isinstance(usage, dict) else getattr(usage, "speed", None)) or "standard"
-    tokens = {
-        "input_tokens": _tokens(usage, "input_tokens"),
-        "output_tokens": _tokens(usage, "output_tokens"),
-        "cache_read_input_tokens": _tokens(usage, "cache_read_input_tokens"),
-        "cache_creation_input_tokens": _tokens(usage, "cache_creation_input_tokens"),
-    }
-    cache_creation = usage.get("cache_creation") if isinstance(usage, dict) else getattr(usage, "cache_creation", None)
-    one_hour = _tokens(cache_creation, "ephemeral_1h_input_tokens") if cache_creation else 0
+    source, model, now = answered.source, answered.model, answered.at
+    read = read_usage(answered.usage)
+    speed = read.speed or "standard"
+    tokens = read.counts()
     # The client's configuration says who answers: the scripted demo model's requests cost nothing and say so.
     scripted = settings.SCRIPTED_MODEL
     billed = (
-        Charge(None, Decimal(0)) if scripted else charge(model, speed, now, one_hour_cache_write=one_hour, **tokens)
+        Charge(None, Decimal(0))
+        if scripted
+        else charge(model, speed, now, one_hour_cache_write=read.one_hour_cache_write, **tokens)
     )
     price, cost = billed.price, billed.cost_usd
     request = ModelRequest(
@@ -135,11 +185,11 @@ def create_message(run: Run, *, source: str, record: bool = True, **params: Any)
         log.warning("model request for %s failed: %s", run.public_id, describe(error))
         raise ModelUnavailable(describe(error)) from error
     model = message.model or params.get("model", run.model)
-    if record:  # the agent loop records its own requests with the turn, off the critical path
-        record_model_request(run, source=source, model=model, usage=message.usage)
+    if not record:  # the agent loop records its own requests with the turn, off the critical path, compaction too
+        return message
+    record_model_request(run, source=source, model=model, usage=message.usage)
     # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
     # usage.iterations and left out of the top-level usage: each is a request of source compaction.
-    for iteration in getattr(message.usage, "iterations", None) or []:
-        if getattr(iteration, "type", "") == "compaction":
-            record_model_request(run, source="compaction", model=model, usage=iteration)
+    for iteration in compaction_iterations(message.usage):
+        record_model_request(run, source="compaction", model=model, usage=iteration)
     return message

@@ -5,11 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
-from enum import Enum
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
 from django.conf import settings
@@ -18,113 +15,49 @@ from django.utils import timezone
 from playwright.async_api import Error as PlaywrightError
 
 from agent_platform.lib.request_size import size_of
-from agent_platform.lib.text import bounded, content_text, first_line
+from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
 from runs import evaluation, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, Session
-from runs.schema import data_problems
 from runs.screenshots import save_screenshot
 from runs.secrets import mask, prompt_section
-from runs.usage import Answered, create_message, record_turn
+from runs.usage import Answered, compaction_iterations, create_message, read_usage
 from runtime.browser import live_view, tracing
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
 
-from . import context, extraction, notices, prompts
-from .lane import Lane, LaneFailed
+from . import browser_call, context, extraction, notices, prompts
+from .browser_call import BrowserCrashed, crashed_if_gone
+from .calls import (
+    CallResult,
+    ReplyCalls,
+    add_notices,
+    check_done,
+    error_text,
+    is_browser,
+    is_done,
+    result_block,
+    text_block,
+    tool_result_event,
+    tool_use_event,
+)
+from .record import TurnRecord
+from .verdict import Ending, Next, Phase, Verdict
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EPHEMERAL = {"type": "ephemeral"}
-BROWSER_TOOLSET = "browser"
 # The driver bounds each action itself (navigation 30 s, a wait 30 s); past this margin the browser is considered hung.
 BROWSER_CALL_MARGIN_SECONDS = 20
 BROWSER_SETUP_TIMEOUT_SECONDS = 60
 # Breakpoints on the last user messages, so each request reads the previous one's prefix from the cache; with the
 # system prompt's that makes three of the four the API allows.
 MESSAGE_BREAKPOINTS = 2
-# A done whose data violates the schema on the verdict turn gets this many more verdict requests to correct it.
-VERDICT_CORRECTIONS = 2
-EVENT_TEXT_MAX_CHARS = 20_000
-NOT_EXECUTED_AFTER_DONE = "Not executed: done already ended the run in this turn."
-NOT_EXECUTED_ACKNOWLEDGING = "Not executed: the evaluation budget is exhausted and the run is ending; only done counts."
-NOT_EXECUTED_TRUNCATED = (
-    "Not executed: your reply was cut off at its max_tokens limit, so this call may be incomplete. Send it again."
-)
-VERDICT_REQUIRED = (
-    "verdict_required: this is the verdict turn; every tool but done is refused. Call done with your verdict."
-)
-# Replies cut off at max_tokens in a row before the run gives up: each one raises the limit, up to the model's.
-MAX_TRUNCATIONS = 3
 # pause_turn replies in a row that are sent back to continue before the run gives up.
 MAX_PAUSES = 5
-
-
-class Phase(Enum):
-    """Where the run's conversation is, which decides what the agent's next reply may do."""
-
-    WORKING = "working"  # action turns: every tool runs, within the turn cap, the failure budget and the cost cap
-    VERDICT_TURN = "verdict_turn"  # the verdict was asked for (turn cap, failures, cost cap or prose): only done runs
-    ACKNOWLEDGING = "acknowledging"  # the outcome's iterations are spent: one last reply, where only a done counts
-
-
-@dataclass
-class Ending:
-    """How a run ends, as lifecycle.finish records it."""
-
-    status: str
-    error_code: str = ""
-    message: str = ""
-    success: bool | None = None
-    output: str = ""
-    data: Any = None
-
-    @classmethod
-    def failed(cls, error_code: str, message: str) -> Ending:
-        return cls(Run.Status.FAILED, error_code, message)
-
-    @classmethod
-    def verdict(cls, done: dict[str, Any]) -> Ending:
-        """The agent's verdict as it gave it: the platform does not verify it."""
-        if done["success"]:
-            return cls(Run.Status.SUCCEEDED, success=True, output=done["output"], data=done.get("data"))
-        return cls(
-            Run.Status.FAILED,
-            Run.ErrorCode.TASK_FAILED,
-            "The agent reported that it could not complete the task; its account is in output.",
-            success=False,
-            output=done["output"],
-            data=done.get("data"),
-        )
-
-
-@dataclass
-class CallResult:
-    """One tool call of a reply and its answer: the tool_result block, and a screenshot's URL if the call took one."""
-
-    use: BetaToolUseBlock
-    block: dict[str, Any]
-    screenshot_url: str | None = None
-
-
-@dataclass
-class ReplyCalls:
-    """What running one reply's tool calls gave: their results, and what the rest of the turn is decided on."""
-
-    results: list[CallResult] = field(default_factory=list)
-    actions: list[tuple[str, dict[str, object]]] = field(default_factory=list)  # browser and extract calls, as run
-    accepted: dict[str, Any] | None = None  # the verdict of a valid done
-    done_called: bool = False
-    acted: bool = False  # an action that can change the page succeeded
-    halted: bool = False  # the last browser action failed: the reply's later ones do not run
-
-    def showed_page(self) -> bool:
-        """Whether a result already shows the page (a screenshot), so the turn needs no live-view image."""
-        return any(result.screenshot_url for result in self.results) or any(
-            has_image(result.block["content"]) for result in self.results
-        )
 
 
 class Stop(Exception):
@@ -133,10 +66,6 @@ class Stop(Exception):
     def __init__(self, ending: Ending) -> None:
         super().__init__(ending.message)
         self.ending = ending
-
-
-class BrowserCrashed(Exception):
-    """The browser died or hung: not the agent's failure, and nothing more can be done in this run."""
 
 
 class Heartbeat(threading.Thread):
@@ -164,43 +93,6 @@ class Heartbeat(threading.Thread):
         self.stopped.set()
 
 
-def text_block(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def active_url(content: Any) -> str | None:
-    """The active tab's URL from the browser_state block the SDK appends to a member's result."""
-    if isinstance(content, str):
-        return None
-    for block in content or []:
-        if block.get("type") == "browser_state":
-            for tab in block.get("tabs") or []:
-                if tab.get("active"):
-                    url: str | None = tab.get("url")
-                    return url
-    return None
-
-
-def has_image(content: Any) -> bool:
-    return not isinstance(content, str) and any(block.get("type") == "image" for block in content or [])
-
-
-def error_text(error: Exception) -> str:
-    content = getattr(error, "content", None)
-    if content is None:
-        return str(error)
-    return content if isinstance(content, str) else content_text(content)
-
-
-def result_block(use: BetaToolUseBlock, text: str, *, is_error: bool = False) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use.id, "content": [text_block(text)]}
-    if use.toolset_name:
-        block["toolset_name"] = use.toolset_name  # the API rejects a member's result without it
-    if is_error:
-        block["is_error"] = True
-    return block
-
-
 class AgentLoop:
     """Owns one running run: asks the model, runs its browser actions, enforces the spec's limits, and ends the run."""
 
@@ -218,9 +110,7 @@ class AgentLoop:
         self.max_tokens = settings.MODEL_MAX_TOKENS
         if self.model_max_tokens is not None:
             self.max_tokens = min(self.max_tokens, self.model_max_tokens)
-        self.truncations = 0
         self.pauses = 0
-        self.nudged_empty = False
         # Set by open_browser: the worker's browser host, this run's context with its toolset, its network policy.
         self._host: BrowserHost | None = None
         self._toolset: PlaywrightBrowserToolset | None = None
@@ -230,13 +120,8 @@ class AgentLoop:
         self.started = time.monotonic()
         self.messages: list[dict[str, Any]] = []
         self.replies = 0
-        self.turns = 0
-        self.budget_start = 0
-        self.consecutive_errors = 0
-        self.phase = Phase.WORKING
-        self.verdict_corrections = 0
-        self.iteration = 0
-        self.last_done: dict[str, Any] | None = None
+        # The phase, the action and failure budgets and the verdict turn, with the signals they give.
+        self.verdict = Verdict(run.max_turns)
         self.final_view: dict[str, Any] | None = None
         self.browser_failed = False
         self.final_view_fresh = False
@@ -247,25 +132,9 @@ class AgentLoop:
         self.last_request: spending.LastRequest | None = None
         self.sent_tokens = 0
         self.cache_kept = False
-        # What the model does not wait for goes to the run's lane: the turn's record (the request that produced it,
-        # its events, the signals) in one transaction, and the live-view screenshot. See hand_off and before_acting.
-        self.lane = Lane(run.public_id)
-        self.answered: Answered | None = None
-        self.turn_events: list[tuple[str, dict[str, Any], datetime]] = []
-        # the tool_result event data the turn's live-view image belongs to
-        self.live_view_for: dict[str, Any] | None = None
-        self.signals_changed = False
-        self.acting = False  # the current reply's first browser action has run: the lane was flushed for it
-        self.signals: dict[str, Any] = {
-            "turns": 0,
-            "max_turns": run.max_turns,
-            "budget_notices": 0,
-            "loop_nudges": 0,
-            "stagnation_nudges": 0,
-            "failures_max": False,
-            "verdict_turn": "none",
-            "verdict_followed": None,
-        }
+        # What the model does not wait for goes to the run's lane (runtime.record): the turn's record (the request
+        # that produced it, its events, the signals) in one transaction, and the live-view screenshot.
+        self.record = TurnRecord(run, signals=self.signals, live_view_image=self.live_view_image)
 
     @property
     def host(self) -> BrowserHost:
@@ -310,8 +179,7 @@ class AgentLoop:
                 self.close_browser()
             finally:
                 heartbeat.stop()
-                self.sync_signals()
-                self.close_lane()  # every event is committed before the run's ending (and the judge reads them)
+                self.record.close()  # every event is committed before the run's ending (and the judge reads them)
                 lifecycle.finish(
                     self.run,
                     ending.status,
@@ -320,7 +188,7 @@ class AgentLoop:
                     data=ending.data,
                     error_code=ending.error_code,
                     error_message=ending.message,
-                    signals=self.signals,
+                    signals=self.signals(),
                 )
                 log.info("run %s ended %s %s", self.run.public_id, ending.status, ending.error_code)
 
@@ -335,12 +203,13 @@ class AgentLoop:
 
     def safe_point(self) -> None:
         """Between steps: stop for an operator's cancel or the wall-clock limit."""
+        turns = self.verdict.turns
         if lifecycle.cancel_requested(self.run):
             raise Stop(
                 Ending(
                     Run.Status.CANCELLED,
                     Run.ErrorCode.CANCELLED,
-                    f"Cancelled by an operator after {self.turns} action turn{'s' if self.turns != 1 else ''}.",
+                    f"Cancelled by an operator after {turns} action turn{'s' if turns != 1 else ''}.",
                 )
             )
         limit = settings.RUN_TIME_LIMIT_SECONDS
@@ -348,7 +217,7 @@ class AgentLoop:
             raise Stop(
                 Ending.failed(
                     Run.ErrorCode.TIMEOUT,
-                    f"The run exceeded its time limit of {limit} s after {self.turns} action turns.",
+                    f"The run exceeded its time limit of {limit} s after {turns} action turns.",
                 )
             )
 
@@ -356,6 +225,19 @@ class AgentLoop:
 
     def browser_timeout(self) -> float:
         return settings.BROWSER_ACTION_TIMEOUT_SECONDS + BROWSER_CALL_MARGIN_SECONDS
+
+    def browser(
+        self,
+        step: Coroutine[Any, Any, T],
+        *,
+        doing: str,
+        timeout: float | None = None,
+        crashed: str | Callable[[str], str] = browser_call.CRASHED,
+    ) -> T:
+        """One browser step of this run (runtime.browser_call): a hung or crashed browser is BrowserCrashed."""
+        return browser_call.call(
+            self.host, step, timeout=timeout or self.browser_timeout(), doing=doing, crashed=crashed
+        )
 
     def open_browser(self) -> None:
         self._host = host = self.host_factory()
@@ -386,36 +268,47 @@ class AgentLoop:
 
         self._guard = guard
         state = run.session.browser_state or None
+
+        def open_context(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
+            return self.browser(
+                build(storage_state),
+                doing="open a context",
+                timeout=BROWSER_SETUP_TIMEOUT_SECONDS,
+                crashed=lambda error: f"The browser could not be started: {error}",
+            )
+
         try:
-            self._toolset = host.run(build(state), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
-        except TimeoutError:
-            raise BrowserCrashed(
-                f"The browser did not open a context within {BROWSER_SETUP_TIMEOUT_SECONDS} s."
-            ) from None
+            self._toolset = open_context(state)
+        except BrowserCrashed:
+            raise
         except Exception as error:
-            if state is None or not host.is_connected:
+            if state is None:
                 raise BrowserCrashed(f"The browser could not be started: {first_line(error)}") from error
             # a saved state Chromium refuses should not cost the run: start from a clean context instead
             log.warning("run %s: the session's browser state was refused; starting clean", run.public_id)
-            self._toolset = host.run(build(None), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+            self._toolset = open_context(None)
         self.live = live_view.attach(host, self.toolset, run.public_id)
 
         problem = ""
         if run.start_url:
             self.safe_point()
             try:
-                self.host.run(self.toolset.open(run.start_url), timeout=self.browser_timeout())
-            except TimeoutError:
-                raise BrowserCrashed(
-                    f"The browser did not open the start URL within {self.browser_timeout()} s."
-                ) from None
+                self.browser(
+                    self.toolset.open(run.start_url),
+                    doing="open the start URL",
+                    crashed=lambda error: f"The browser crashed opening the start URL: {error}",
+                )
+            except BrowserCrashed:
+                raise
             except Exception as error:
-                if not self.host.is_connected:
-                    raise BrowserCrashed(f"The browser crashed opening the start URL: {first_line(error)}") from error
                 problem = error_text(error)
         # The run's replay trace, from the agent's first action (a trace's DOM snapshot of a page that hangs
         # would hang the start URL's load with it)
-        self.host.run(tracing.start(self.toolset.context, run.public_id), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+        self.browser(
+            tracing.start(self.toolset.context, run.public_id),
+            doing="start the run's trace",
+            timeout=BROWSER_SETUP_TIMEOUT_SECONDS,
+        )
         self.report_blocked()
         self.add_user([text_block(prompts.task_message(run.task, run.start_url, problem))])
 
@@ -423,23 +316,21 @@ class AgentLoop:
         """Each refusal of the network policy since the last report (the route's or the egress proxy's), for the
         operator as a `network.blocked` event."""
         for blocked in self.guard.take_unreported():
-            self.record("network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy})
+            self.record.event(
+                "network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy}
+            )
 
     def browse(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], str | None]:
         """One browser member call through the SDK pipeline: its tool_result block and a screenshot URL if it took one."""
         self.toolset.last_screenshot_url = None
         if self.live is not None:
             self.live.note_action(use.name, use.input)  # the live view's cursor mark
-        try:
-            block = self.host.run(self.toolset.tool_result(use), timeout=self.browser_timeout())
-        except TimeoutError:
-            raise BrowserCrashed(
-                f"The browser did not finish a {use.name} action within {self.browser_timeout()} s."
-            ) from None
+        crashed = f"The browser crashed or disconnected during a {use.name} action."
+        block = self.browser(self.toolset.tool_result(use), doing=f"finish a {use.name} action", crashed=crashed)
         self.final_view_fresh = False
         self.report_blocked()
-        if block.get("is_error") and not self.host.is_connected:
-            raise BrowserCrashed(f"The browser crashed or disconnected during a {use.name} action.")
+        # a member reports its failure in its result: with the browser gone, that failure is a crash
+        crashed_if_gone(self.host, failed=bool(block.get("is_error")), message=crashed)
         # A page may echo a secret the agent typed: the model sees the placeholder again.
         return mask(block, self.run.secrets), self.toolset.last_screenshot_url
 
@@ -447,12 +338,10 @@ class AgentLoop:
         """After an action turn: the page's fingerprint, for stagnation notices. It hashes the turn's last read_page
         or find snapshot when there is one (the toolset's last_snapshot), so a turn that read costs no second one."""
         try:
-            fingerprint = self.host.run(self.toolset.page_fingerprint(), timeout=self.browser_timeout())
-        except TimeoutError:
-            raise BrowserCrashed(f"The browser did not answer within {self.browser_timeout()} s.") from None
+            fingerprint = self.browser(self.toolset.page_fingerprint(), doing="answer")
+        except BrowserCrashed:
+            raise
         except Exception as error:
-            if not self.host.is_connected:
-                raise BrowserCrashed("The browser crashed or disconnected.") from error
             log.info("run %s: could not observe the page: %s", self.run.public_id, first_line(error))
             return None
         return fingerprint
@@ -464,7 +353,7 @@ class AgentLoop:
         if self._toolset is None or not self.host.is_connected:
             return self.final_view
         try:
-            view = self.host.run(self.toolset.final_view(), timeout=self.browser_timeout())
+            view = self.browser(self.toolset.final_view(), doing="give its final view")
         except Exception as error:
             log.info("run %s: no final view: %s", self.run.public_id, first_line(error))
             return self.final_view
@@ -484,20 +373,22 @@ class AgentLoop:
                 # A hung page would hang each browser call again for its whole timeout: keep what the agent last
                 # saw, if anything, and only close the context.
                 if self.final_view is not None:
-                    self.record("agent.final_view", self.final_view)
+                    self.record.event("agent.final_view", self.final_view)
                 return
             view = self.capture_final_view()
             if view is not None:
-                self.record("agent.final_view", view)
+                self.record.event("agent.final_view", view)
             if self.host.is_connected:
-                state = self.host.run(self.toolset.storage_state(), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+                state = self.browser(
+                    self.toolset.storage_state(), doing="give its storage state", timeout=BROWSER_SETUP_TIMEOUT_SECONDS
+                )
                 Session.objects.filter(pk=self.run.session_id).update(browser_state=state)
         except Exception:
             log.warning("run %s: could not save the browser state", self.run.public_id, exc_info=True)
         finally:
             self.keep_trace()
             try:
-                self.host.run(self.toolset.close(), timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+                self.browser(self.toolset.close(), doing="close the context", timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
             except Exception:
                 log.warning("run %s: the browser context did not close cleanly", self.run.public_id, exc_info=True)
 
@@ -568,7 +459,7 @@ class AgentLoop:
         self.sent_tokens = prepared.size.tokens + overhead.tokens
         self.cache_kept = not prepared.dropped
         if prepared.dropped:
-            self.record("context.cleared", prepared.dropped.as_event(self.replies + 1, self.sent_tokens))
+            self.record.event("context.cleared", prepared.dropped.as_event(self.replies + 1, self.sent_tokens))
         management = context.context_management(self.profile)
         if management is not None:
             params["context_management"] = management
@@ -577,15 +468,16 @@ class AgentLoop:
     def converse(self) -> Ending:
         while True:
             self.safe_point()
-            self.hand_off()  # the last turn is recorded while the model answers
+            self.record.hand_off()  # the last turn is recorded while the model answers
             params = self.request()
             ending = self.within_budget()
             if ending is not None:
                 return ending
             message = create_message(self.run, source="agent", record=False, **params)
-            self.answered = Answered("agent", message.model or params["model"], message.usage, timezone.now())
+            model, at = message.model or params["model"], timezone.now()
+            compactions = [Answered("compaction", model, step, at) for step in compaction_iterations(message.usage)]
+            self.record.reply(Answered("agent", model, message.usage, at), compactions)
             self.replies += 1
-            self.acting = False
             self.after_request(message)
             ending = self.on_reply(message)
             if ending is not None:
@@ -603,7 +495,7 @@ class AgentLoop:
         if not room.allows(3 * cost):
             # Near a cap the turn still on the lane must be counted: its request (at most about one more `cost`) is
             # billed when the lane writes it. Far from any cap the write stays off the critical path.
-            self.lane.flush()
+            self.record.flush()
             room = spending.headroom(self.run)
         if not room.allows(cost):
             return Ending.failed(
@@ -611,27 +503,20 @@ class AgentLoop:
                 f"The next model request (about ${cost:.4f}) would cross {room.describe()}; it was not sent.",
             )
         pending_user = self.messages and self.messages[-1]["role"] == "user"
-        if self.phase is Phase.WORKING and pending_user and not room.allows(2 * cost):
-            self.start_verdict_turn("budget")
+        if pending_user and not room.allows(2 * cost) and self.verdict.cost_cap_near():
             self.messages[-1]["content"].append(text_block(prompts.budget_verdict_notice(room.describe())))
-            self.save_signals()
         return None
 
     def after_request(self, message: BetaMessage) -> None:
         """What the reply tells the cost estimate, and the timeline when the server compacted the conversation."""
-        usage = message.usage
+        usage = read_usage(message.usage)
         self.last_request = spending.LastRequest(
-            prompt_tokens=spending.prompt_tokens_of(usage),
-            output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-            estimated_tokens=self.sent_tokens,
+            prompt_tokens=usage.prompt, output_tokens=usage.output_tokens, estimated_tokens=self.sent_tokens
         )
         compacted = [block for block in message.content or [] if getattr(block, "type", "") == "compaction"]
         if compacted:
-            iterations = [
-                item for item in (getattr(usage, "iterations", None) or []) if getattr(item, "type", "") == "compaction"
-            ]
-            before = sum(int(getattr(item, "input_tokens", 0) or 0) for item in iterations)
-            self.record(
+            before = sum(read_usage(item).input_tokens for item in compaction_iterations(message.usage))
+            self.record.event(
                 "context.compacted",
                 {
                     "turn": self.replies,
@@ -642,60 +527,13 @@ class AgentLoop:
                 },
             )
 
-    # --- the record, off the critical path ------------------------------------------------------------------
-    #
-    # A turn's record (the model request that produced the reply, the turn's events, the signals) is written in one
-    # transaction by the run's lane while the model answers the next request, with the live-view image taken
-    # first; pushes follow the commit. The model's requests are built from self.messages alone, never from the
-    # record. What a worker lost mid-turn can lose: before a reply's first browser action the lane is flushed, so
-    # nothing reaches the web before every earlier turn is committed; what is lost is at most the turn in progress
-    # (its request's usage, its events), which is the turn the model's next request would have been built from -
-    # a request that then is never sent, or whose reply is never acted on. Before the run ends, before an outcome
-    # is graded and before the judge (queued by lifecycle.finish) reads, the lane is flushed.
-
-    def record(self, type: str, data: dict[str, Any]) -> None:
-        self.turn_events.append((type, data, timezone.now()))
-
-    def hand_off(self) -> None:
-        """Hand the turn's record (and its live-view image) to the lane."""
-        answered, events, signals = self.answered, self.turn_events, None
-        if self.signals_changed:
-            signals = dict(self.signals)
-        live_view_for, self.live_view_for = self.live_view_for, None
-        self.answered, self.turn_events, self.signals_changed = None, [], False
-        if answered is None and not events and signals is None:
-            return
-        run, live_view_image = self.run, self.live_view_image
-
-        def write() -> None:
-            if live_view_for is not None:
-                live_view_for["screenshot_url"] = live_view_image()
-            record_turn(run, answered=answered, events=events, signals=signals)
-            lifecycle.heartbeat(run)
-
-        self.lane.submit(write)
-
-    def before_acting(self) -> None:
-        """Before a reply's first browser action: every earlier turn is committed, and its live-view image taken
-        (of the page as that turn left it)."""
-        if not self.acting:
-            self.acting = True
-            self.lane.flush()
-
-    def close_lane(self) -> None:
-        try:
-            self.hand_off()
-            self.lane.flush()
-        except LaneFailed:
-            log.warning("run %s: part of its record could not be written", self.run.public_id, exc_info=True)
-        finally:
-            self.lane.close()
+    # --- the live view ---------------------------------------------------------------------------------------
 
     def live_view_image(self) -> str | None:
         """On the lane: the viewport as the turn left it, for people watching; its URL, or None."""
         try:
-            image, extension = self.host.run(
-                self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY), timeout=self.browser_timeout()
+            image, extension = self.browser(
+                self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY), doing="give the live-view image"
             )
         except Exception as error:  # the live view goes without this frame; the loop meets a dead browser itself
             log.info("run %s: no live-view image: %s", self.run.public_id, first_line(error))
@@ -712,7 +550,7 @@ class AgentLoop:
         if stop_reason == "model_context_window_exceeded":
             return Ending.failed(
                 Run.ErrorCode.MODEL_ERROR,
-                f"The conversation outgrew {self.run.model}'s context window after {self.turns} action turns; "
+                f"The conversation outgrew {self.run.model}'s context window after {self.verdict.turns} action turns; "
                 "the model could not answer further.",
             )
         blocks = [block.to_dict(mode="json") for block in content]
@@ -731,8 +569,8 @@ class AgentLoop:
         self.pauses = 0
         if stop_reason == "max_tokens":
             return self.truncated(uses)
-        self.truncations = 0
-        if self.phase is Phase.ACKNOWLEDGING:
+        self.verdict.complete_reply()
+        if self.verdict.phase is Phase.ACKNOWLEDGING:
             return self.acknowledged(uses)
         return self.answer(uses) if uses else self.prose()
 
@@ -741,9 +579,9 @@ class AgentLoop:
         which arrives in thinking blocks."""
         for block in content:
             if block.type == "text" and block.text.strip():
-                self.record("agent.message", {"text": block.text, "turn": self.replies, "source": "text"})
+                self.record.event("agent.message", {"text": block.text, "turn": self.replies, "source": "text"})
             elif block.type == "thinking" and (block.thinking or "").strip():
-                self.record("agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
+                self.record.event("agent.message", {"text": block.thinking, "turn": self.replies, "source": "thinking"})
 
     def refused(self, message: BetaMessage, content: list[BetaContentBlock]) -> Ending:
         text = " ".join(block.text.strip() for block in content if block.type == "text" and block.text.strip())
@@ -757,22 +595,16 @@ class AgentLoop:
     def truncated(self, uses: list[BetaToolUseBlock]) -> Ending | None:
         """A reply cut off at max_tokens: none of its tool calls runs (the last one may be incomplete); the agent is
         told, and the next request may have a higher limit, up to the model's."""
-        self.truncations += 1
-        if self.truncations > MAX_TRUNCATIONS:
-            return Ending.failed(
-                Run.ErrorCode.MODEL_ERROR,
-                f"The model's replies were cut off at max_tokens ({self.max_tokens}) {MAX_TRUNCATIONS + 1} times in "
-                "a row.",
-            )
-        if self.phase is Phase.ACKNOWLEDGING:
-            return self.acknowledged([])
+        step = self.verdict.truncated(self.max_tokens)
+        if step.ending is not None:
+            return step.ending
         limit = self.max_tokens
         if self.model_max_tokens is not None:
             self.max_tokens = min(self.max_tokens * 2, self.model_max_tokens)
         results = []
         for use in uses:
             self.emit_tool_use(use)
-            block = result_block(use, NOT_EXECUTED_TRUNCATED, is_error=True)
+            block = result_block(use, prompts.NOT_EXECUTED_TRUNCATED, is_error=True)
             self.emit_tool_result(use, block, [], None)
             results.append(block)
         self.add_user([*results, text_block(prompts.truncated_message(limit, self.max_tokens))])
@@ -780,95 +612,29 @@ class AgentLoop:
 
     def empty_reply(self) -> Ending | None:
         """A reply with no content: answered once with a short nudge; the next one is treated as prose."""
-        if self.phase is Phase.ACKNOWLEDGING:
-            return self.last_verdict()
-        if self.phase is Phase.VERDICT_TURN:
-            return self.verdict_missed()
-        if not self.nudged_empty:
-            self.nudged_empty = True
-            self.add_user([text_block(prompts.EMPTY_REPLY)])
-            return None
-        return self.prose()
-
-    @property
-    def verdict_pending(self) -> bool:
-        """On the verdict turn, before a reply was counted as following it or not (the verdict_followed signal)."""
-        return self.phase is Phase.VERDICT_TURN and self.signals["verdict_followed"] is None
-
-    def start_verdict_turn(self, reason: str) -> None:
-        """The next request asks for the verdict; the signals say why, and whether the agent follows it."""
-        self.phase = Phase.VERDICT_TURN
-        self.verdict_corrections = 0
-        self.signals["verdict_turn"] = reason
-        self.signals["verdict_followed"] = None
-
-    def verdict_missed(self) -> Ending:
-        self.signals["verdict_followed"] = False
-        reason = self.signals["verdict_turn"]
-        if reason == "cap":
-            return Ending.failed(
-                Run.ErrorCode.AGENT_LIMIT,
-                f"The agent used its {self.run.max_turns} action turns and did not call done on its verdict turn.",
-            )
-        if reason == "budget":
-            return Ending.failed(
-                Run.ErrorCode.COST_LIMIT,
-                "The run reached its cost cap and the agent did not call done on its verdict turn.",
-            )
-        if reason == "failures":
-            return Ending.failed(
-                Run.ErrorCode.AGENT_LIMIT,
-                f"{notices.FAILURE_LIMIT} tool calls failed in a row and the agent did not call done on its verdict "
-                "turn.",
-            )
-        return Ending.failed(
-            Run.ErrorCode.AGENT_INCOMPLETE,
-            "The agent replied in prose without calling done, was asked once to call it, and did not call it on its "
-            "verdict turn.",
-        )
+        return self.follow(self.verdict.empty_reply())
 
     def prose(self) -> Ending | None:
         """A reply without any tool call: the agent is asked once, in a user message, to call done, and that request
         is the verdict turn; prose on a verdict turn ends the run."""
-        if self.phase is Phase.VERDICT_TURN:
-            self.save_signals()
-            return self.verdict_missed()
-        self.start_verdict_turn("prose")
-        self.add_user([text_block(prompts.ASK_FOR_DONE)])
-        self.save_signals()
-        return None
+        return self.follow(self.verdict.prose())
 
     def emit_tool_use(self, use: BetaToolUseBlock) -> None:
-        self.record(
-            "agent.tool_use",
-            {"id": use.id, "name": use.name, "toolset": use.toolset_name, "input": use.input, "turn": self.replies},
-        )
+        self.record.event("agent.tool_use", tool_use_event(use, self.replies))
 
     def emit_tool_result(
         self, use: BetaToolUseBlock, block: dict[str, Any], lines: list[str], screenshot_url: str | None
     ) -> dict[str, Any]:
-        data = {
-            "tool_use_id": use.id,
-            "name": use.name,
-            "content": bounded(content_text(block["content"]), EVENT_TEXT_MAX_CHARS, marker_within_limit=False),
-            "notices": lines,
-            "is_error": bool(block.get("is_error")),
-            "screenshot_url": screenshot_url,
-            "url": active_url(block["content"]),
-            "turn": self.replies,
-        }
-        self.record("agent.tool_result", data)
+        data = tool_result_event(use, block, lines, screenshot_url, self.replies)
+        self.record.event("agent.tool_result", data)
         # How a placeholder names this result once it leaves what is sent; the timeline's agent.tool_result event
         # carries the same tool_use_id (its seq is only taken when the lane writes the turn).
         self.result_labels[use.id] = f"of {use.name} call {use.id}, turn {self.replies}"
         return data
 
-    def count_error(self, is_error: bool) -> None:
-        self.consecutive_errors = self.consecutive_errors + 1 if is_error else 0
-
     def answer(self, uses: list[BetaToolUseBlock]) -> Ending | None:
         """Answer every tool_use of one reply, then decide what the next request is."""
-        replied_in = self.phase  # an extract refused at the cost cap starts the verdict turn within the reply
+        replied_in = self.verdict.phase  # an extract refused at the cost cap starts the verdict turn within the reply
         calls = self.run_calls(uses, replied_in)
         lines = self.add_turn_notices(calls)
         self.emit_results(calls, lines)
@@ -882,42 +648,42 @@ class AgentLoop:
             self.emit_tool_use(use)
             screenshot_url = None
             if calls.accepted is not None:
-                block = result_block(use, NOT_EXECUTED_AFTER_DONE, is_error=True)
-            elif use.name == prompts.DONE_TOOL and not use.toolset_name:
+                block = result_block(use, prompts.NOT_EXECUTED_AFTER_DONE, is_error=True)
+            elif is_done(use):
                 calls.done_called = True
                 block, calls.accepted = self.check_done(use)
-                self.count_error(calls.accepted is None)
+                self.verdict.call_answered(is_error=calls.accepted is None)
+                if calls.accepted is None:
+                    self.verdict.done_refused(mask(content_text(block["content"]), self.run.secrets))
             elif replied_in is Phase.VERDICT_TURN:
-                block = result_block(use, VERDICT_REQUIRED, is_error=True)
-                self.count_error(True)
-            elif use.toolset_name == BROWSER_TOOLSET:
+                block = result_block(use, prompts.VERDICT_REQUIRED, is_error=True)
+                self.verdict.call_answered(is_error=True)
+            elif is_browser(use):
                 block, screenshot_url = self.run_browser_call(use, calls)
             elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
                 block = self.extract(use)
                 calls.actions.append((use.name, use.input))
-                self.count_error(bool(block.get("is_error")))
+                self.verdict.call_answered(is_error=bool(block.get("is_error")))
             else:
-                block = result_block(
-                    use, f"Unknown tool {use.name!r}: use the browser tools, or done to finish.", is_error=True
-                )
-                self.count_error(True)
+                block = result_block(use, prompts.unknown_tool(use.name), is_error=True)
+                self.verdict.call_answered(is_error=True)
             calls.results.append(CallResult(use, block, screenshot_url))
         if calls.actions:
-            self.turns += 1
+            self.verdict.action_turn()
         return calls
 
     def run_browser_call(self, use: BetaToolUseBlock, calls: ReplyCalls) -> tuple[dict[str, Any], str | None]:
         """One browser action, unless an earlier one of the reply failed (the page is not what the agent planned
         for)."""
         if calls.halted:
-            return result_block(use, "Not executed: an earlier action in this turn failed.", is_error=True), None
+            return result_block(use, prompts.NOT_EXECUTED_AFTER_FAILED_ACTION, is_error=True), None
         self.safe_point()
-        self.before_acting()
+        self.record.before_acting()
         block, screenshot_url = self.browse(use)
         calls.actions.append((use.name, use.input))
         calls.halted = bool(block.get("is_error"))
         calls.acted = calls.acted or (not calls.halted and use.name not in notices.READ_ONLY_MEMBERS)
-        self.count_error(calls.halted)
+        self.verdict.call_answered(is_error=calls.halted)
         return block, screenshot_url
 
     def add_turn_notices(self, calls: ReplyCalls) -> list[str]:
@@ -928,8 +694,8 @@ class AgentLoop:
         fingerprint = self.observe() if calls.actions else None
         lines = self.tracker.for_turn(
             actions=calls.actions,
-            turns_used=self.turns - self.budget_start,
-            consecutive_errors=self.consecutive_errors,
+            turns_used=self.verdict.turns_used,
+            consecutive_errors=self.verdict.consecutive_errors,
             fingerprint=fingerprint,
             acted=calls.acted,
         )
@@ -946,40 +712,28 @@ class AgentLoop:
             last = index == len(calls.results) - 1
             data = self.emit_tool_result(result.use, result.block, lines if last else [], result.screenshot_url)
             if last and wants_live_view:
-                self.live_view_for = data
+                self.record.live_view_for = data
 
     def decide_next(self, calls: ReplyCalls, replied_in: Phase) -> Ending | None:
-        """After the results: the run ends (an accepted done, unless its outcome sends the agent back; a verdict turn
-        without one), or the results go back to the model, with the verdict turn asked for when a limit was
-        reached."""
-        blocks = [result.block for result in calls.results]
-        if self.consecutive_errors >= notices.FAILURE_LIMIT:
-            self.signals["failures_max"] = True
-        if calls.accepted is not None:
-            if self.verdict_pending:
-                self.signals["verdict_followed"] = True
-            self.save_signals()
-            self.add_user(blocks)
-            return self.on_done(calls.accepted)
-        if replied_in is Phase.VERDICT_TURN:
-            if calls.done_called and self.verdict_corrections < VERDICT_CORRECTIONS:
-                # a done with data the schema refused: the verdict turn goes on so the agent can correct it
-                self.verdict_corrections += 1
-                self.save_signals()
-                self.add_user(blocks)
-                return None
-            self.save_signals()
-            return self.verdict_missed()
-        # A verdict turn that started within this reply (an extract refused at the cost cap) is asked for below and
-        # answered by the next reply: whether the agent follows it is decided then, not by this reply.
-        if calls.actions and self.turns - self.budget_start >= self.run.max_turns:
-            self.start_verdict_turn("cap")
-        elif self.consecutive_errors >= notices.FAILURE_LIMIT:
-            self.start_verdict_turn("failures")
-        if self.phase is Phase.VERDICT_TURN:
-            blocks.append(text_block(prompts.VERDICT_NOW))  # after the results: the API wants those first
-        self.save_signals()
-        self.add_user(blocks)
+        """After the results: the verdict phase decides (runtime.verdict) whether the run ends, an accepted done is
+        graded, or the results go back to the model, with the verdict turn asked for when a limit was reached."""
+        step = self.verdict.after_results(
+            acted=bool(calls.actions), accepted=calls.accepted, done_called=calls.done_called, replied_in=replied_in
+        )
+        return self.follow(step, [result.block for result in calls.results])
+
+    def follow(self, step: Next, blocks: list[dict[str, Any]] | None = None) -> Ending | None:
+        """Do what the verdict phase decided: end the run, or send the results (and its message for the agent) in the
+        next user message, grading an accepted done first."""
+        if step.ending is not None:
+            return step.ending
+        content = list(blocks or [])
+        if step.message is not None:
+            content.append(text_block(step.message))
+        if content:
+            self.add_user(content)
+        if step.grade is not None:
+            return self.grade(step.grade)
         return None
 
     def extract(self, use: BetaToolUseBlock) -> dict[str, Any]:
@@ -989,12 +743,7 @@ class AgentLoop:
         problem = extraction.input_problem(use.input)
         if problem is not None:
             return result_block(use, problem, is_error=True)
-        try:
-            text, url = self.host.run(extraction.page_text_and_url(self.toolset), timeout=self.browser_timeout())
-        except TimeoutError:
-            raise BrowserCrashed(
-                f"The browser did not give the page's text within {self.browser_timeout()} s."
-            ) from None
+        text, url = self.browser(extraction.page_text_and_url(self.toolset), doing="give the page's text")
         model = extraction.extraction_model(self.run)
         room = spending.headroom(self.run)
         if room.left is not None:
@@ -1010,112 +759,63 @@ class AgentLoop:
                     self.run.model, estimated_tokens=self.sent_tokens, last=self.last_request, cache_kept=True
                 )
             ):
-                self.start_verdict_turn("budget")
+                self.verdict.extract_refused_at_cost_cap()
                 return result_block(
                     use, prompts.budget_verdict_notice(room.describe(), refused="extract"), is_error=True
                 )
         try:
             answer = extraction.extract(self.run, use.input, text, url)
         except ModelUnavailable as error:
-            return result_block(use, f"The extraction request failed: {error}", is_error=True)
+            return result_block(use, prompts.extraction_failed(error), is_error=True)
         return result_block(use, answer.text, is_error=answer.is_error)
 
     def check_done(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """Validate a done call: its result block, and the accepted verdict or None."""
-        given = use.input if isinstance(use.input, dict) else {}
-        problems = []
-        if not isinstance(given.get("success"), bool):
-            problems.append("at $.success: success must be true or false")
-        if not isinstance(given.get("output"), str):
-            problems.append("at $.output: output must be a string")
-        if problems:
-            return result_block(use, "invalid_input:\n" + "\n".join(problems), is_error=True), None
-        data = given.get("data")
-        if self.schema is not None:
-            violations = (
-                ["at $: data is required by this run's output_schema"]
-                if "data" not in given
-                else data_problems(self.schema, data)
-            )
-        else:
-            violations = data_problems({}, data) if data is not None else []
-        if violations:
-            return result_block(use, "output_schema_violation:\n" + "\n".join(violations), is_error=True), None
-        done = {"success": given["success"], "output": given["output"], "data": data}
-        return result_block(use, "Verdict recorded."), done
+        """Validate a done call under the run's output_schema (runtime.calls)."""
+        return check_done(use, self.schema)
 
-    def on_done(self, done: dict[str, Any]) -> Ending | None:
+    def grade(self, done: dict[str, Any]) -> Ending | None:
         """An accepted done ends the run, unless the run's outcome sends the agent back to revise its work."""
-        self.last_done = done
         evaluator = self.evaluator
         if not evaluator.has_outcome(self.run):
             return Ending.verdict(done)
         view = self.capture_final_view()
-        self.hand_off()
-        self.lane.flush()  # the grader reads the run's record, and its span events come after the turn's
-        evaluation = evaluator.evaluate(self.run, self.iteration, view, done=done)
+        self.record.hand_off()
+        self.record.flush()  # the grader reads the run's record, and its span events come after the turn's
+        evaluation = evaluator.evaluate(self.run, self.verdict.iteration, view, done=done)
         result = evaluation.result
-        if result == "needs_revision":
-            self.iteration += 1
-            self.messages[-1]["content"].append(text_block(evaluator.revision_message(evaluation)))
-            # a fresh action-turn budget in the same browser context
-            self.budget_start = self.turns
-            self.consecutive_errors = 0
-            self.phase = Phase.WORKING
-            self.nudged_empty = False
-            self.tracker.reset_budget()
-            return None
-        if result == "max_iterations_reached":
-            # asked for in a user message, like the verdict turn: no tool is forced
-            self.phase = Phase.ACKNOWLEDGING
-            self.messages[-1]["content"].append(text_block(evaluator.acknowledgment_message(evaluation)))
-            return None
         if result == "interrupted":
             self.safe_point()  # the cancel that interrupted it ends the run as cancelled
-        return Ending.verdict(done)
+        ending = self.verdict.graded(result)
+        if result == "needs_revision":
+            # a fresh action-turn budget in the same browser context
+            self.messages[-1]["content"].append(text_block(evaluator.revision_message(evaluation)))
+            self.tracker.reset_budget()
+        elif result == "max_iterations_reached":
+            self.messages[-1]["content"].append(text_block(evaluator.acknowledgment_message(evaluation)))
+        return ending
 
     def acknowledged(self, uses: list[BetaToolUseBlock]) -> Ending:
         """The one final turn after max_iterations_reached: a valid done replaces the last one; nothing else runs."""
         results = []
         for use in uses:
             self.emit_tool_use(use)
-            if use.name == prompts.DONE_TOOL and not use.toolset_name:
+            if is_done(use):
                 block, accepted = self.check_done(use)
-                if accepted is not None:
-                    self.last_done = accepted
+                self.verdict.acknowledged(accepted)
             else:
-                block = result_block(use, NOT_EXECUTED_ACKNOWLEDGING, is_error=True)
+                block = result_block(use, prompts.NOT_EXECUTED_ACKNOWLEDGING, is_error=True)
             results.append((use, block))
         for use, block in results:
             self.emit_tool_result(use, block, [], None)
-        return self.last_verdict()
-
-    def last_verdict(self) -> Ending:
-        """The acknowledgment turn's ending: the last accepted done (on_done keeps it before that turn is asked)."""
-        if self.last_done is None:
-            raise RuntimeError("the acknowledgment turn comes only after an accepted done")
-        return Ending.verdict(self.last_done)
+        return self.verdict.last_verdict()
 
     # --- signals --------------------------------------------------------------------------------------------
 
-    def sync_signals(self) -> None:
-        self.signals.update(
-            turns=self.turns,
-            budget_notices=self.tracker.budget_notices,
-            loop_nudges=self.tracker.loop_nudges,
-            stagnation_nudges=self.tracker.stagnation_nudges,
+    def signals(self) -> dict[str, Any]:
+        """The run's signals now: the verdict phase's, with the notice tracker's counters."""
+        tracker = self.tracker
+        return self.verdict.signals(
+            budget_notices=tracker.budget_notices,
+            loop_nudges=tracker.loop_nudges,
+            stagnation_nudges=tracker.stagnation_nudges,
         )
-
-    def save_signals(self) -> None:
-        """Written with every turn's record, so the live page shows them."""
-        self.sync_signals()
-        self.signals_changed = True
-
-
-def add_notices(block: dict[str, Any], lines: list[str]) -> None:
-    """The notices go into a tool result before the SDK's browser_state block, where the SDK puts its own text."""
-    if isinstance(block["content"], str):
-        block["content"] = [text_block(block["content"])]
-    content = block["content"]
-    at = next((index for index, inner in enumerate(content) if inner.get("type") == "browser_state"), len(content))
-    content.insert(at, text_block("\n".join(lines)))

@@ -28,9 +28,10 @@ How you finish:
 """
 
 SCHEMA_PROMPT = """
-Structured output: this run requires `data` in done, matching the JSON Schema of done's `data` parameter. If your \
-data does not match, the tool result starts with output_schema_violation and lists each problem with its JSON path; \
-correct the data and call done again.
+Structured output: this run requires `data` in done when success is true, matching the JSON Schema of done's `data` \
+parameter. When you report failure (success: false), data is optional: give it only if you have data in that shape. \
+If your data does not match, the tool result starts with output_schema_violation and lists each problem with its \
+JSON path; correct the data and call done again.
 """
 
 ASK_FOR_DONE = (
@@ -53,6 +54,38 @@ def budget_verdict_notice(cap: str, refused: str = "") -> str:
     )
 
 
+# What a tool call is answered when it is not run, or when done is checked.
+NOT_EXECUTED_AFTER_DONE = "Not executed: done already ended the run in this turn."
+NOT_EXECUTED_ACKNOWLEDGING = "Not executed: the evaluation budget is exhausted and the run is ending; only done counts."
+NOT_EXECUTED_TRUNCATED = (
+    "Not executed: your reply was cut off at its max_tokens limit, so this call may be incomplete. Send it again."
+)
+NOT_EXECUTED_AFTER_FAILED_ACTION = "Not executed: an earlier action in this turn failed."
+VERDICT_REQUIRED = (
+    "verdict_required: this is the verdict turn; every tool but done is refused. Call done with your verdict."
+)
+VERDICT_RECORDED = "Verdict recorded."
+DONE_SUCCESS_NOT_BOOLEAN = "at $.success: success must be true or false"
+DONE_OUTPUT_NOT_STRING = "at $.output: output must be a string"
+DONE_DATA_REQUIRED = "at $: data is required by this run's output_schema when success is true"
+
+
+def invalid_input(problems: list[str]) -> str:
+    return "invalid_input:\n" + "\n".join(problems)
+
+
+def output_schema_violation(violations: list[str]) -> str:
+    return "output_schema_violation:\n" + "\n".join(violations)
+
+
+def unknown_tool(name: str) -> str:
+    return f"Unknown tool {name!r}: use the browser tools, or done to finish."
+
+
+def extraction_failed(error: object) -> str:
+    return f"The extraction request failed: {error}"
+
+
 EMPTY_REPLY = (
     "Your reply was empty. Continue the task with the browser tools, or call done(success, output) if it is "
     "complete or cannot be completed."
@@ -73,19 +106,21 @@ def system_prompt(has_schema: bool) -> str:
 
 
 def done_tool(output_schema: dict[str, Any] | None) -> BetaToolParam:
-    """The custom done tool; with an output_schema, `data` is required and shaped by it."""
+    """The custom done tool; with an output_schema, `data` is shaped by it and required when success is true (a
+    failure may come without data: JSON Schema's `required` cannot say "only when", so the description does)."""
+    description = (
+        "End the run with your verdict. success: whether you completed the task as asked. output: your own "
+        "account of the result (what you found, or why you could not complete the task)."
+    )
     if output_schema:
         data = copy.deepcopy(output_schema)
         data.setdefault("description", "The structured result, in the shape this run's output_schema asks for.")
+        description += " data: required when success is true; optional when success is false (checked only when given)."
     else:
         data = {"type": "object", "description": "Optional structured result (a JSON object)."}
-    required = ["success", "output", "data"] if output_schema else ["success", "output"]
     return {
         "name": DONE_TOOL,
-        "description": (
-            "End the run with your verdict. success: whether you completed the task as asked. output: your own "
-            "account of the result (what you found, or why you could not complete the task)."
-        ),
+        "description": description,
         "input_schema": {
             "type": "object",
             "properties": {
@@ -93,7 +128,7 @@ def done_tool(output_schema: dict[str, Any] | None) -> BetaToolParam:
                 "output": {"type": "string", "description": "Your account of the result."},
                 "data": data,
             },
-            "required": required,
+            "required": ["success", "output"],
         },
     }
 

@@ -17,6 +17,7 @@ from runs import spending
 from runs.events import emit
 from runs.lifecycle import cancel_requested
 from runs.models import Run
+from runs.usage import read_usage
 
 from . import prompts
 from .judging import answer_of, ask_for_answer, final_view_text, latest_verdict, trajectory, verdict_params
@@ -72,9 +73,10 @@ def usage_of(messages: Iterable[Any]) -> dict[str, Any]:
     tokens = dict.fromkeys(TOKEN_COUNTS, 0)
     speed: str | None = None
     for message in messages:
-        for name in TOKEN_COUNTS:
-            tokens[name] += int(getattr(message.usage, name, 0) or 0)
-        speed = getattr(message.usage, "speed", None) or speed
+        read = read_usage(message.usage)
+        for name, count in read.counts().items():
+            tokens[name] += count
+        speed = read.speed or speed
     return {**tokens, "speed": speed}
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from runs.models import Run
 from runtime import notices
-from runtime.loop import add_notices
+from runtime.calls import add_notices
 from runtime.notices import NoticeTracker
 from tests import messages_stub as stub_fixtures
 from tests.support import workers

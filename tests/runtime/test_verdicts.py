@@ -101,11 +101,52 @@ def test_data_that_violates_the_schema_is_handed_back_and_corrected_data_is_acce
     assert violation["content"].startswith("output_schema_violation:")
     assert "at $.items[0].price: '24.90' is not of type 'number'" in violation["content"]
     done_tool = messages_stub.requests[0]["tools"][1]
-    assert done_tool["input_schema"]["required"] == ["success", "output", "data"]
+    # data is required when success is true only: JSON Schema's `required` cannot say that, the description does
+    assert done_tool["input_schema"]["required"] == ["success", "output"]
+    assert "data: required when success is true; optional when success is false" in done_tool["description"]
     assert done_tool["input_schema"]["properties"]["data"]["properties"] == ITEMS_SCHEMA["properties"]
     retry = messages_stub.requests[1]["messages"][-1]["content"][0]
     assert retry["is_error"] is True
     assert retry["content"][0]["text"].startswith("output_schema_violation:")
+
+
+def test_under_an_output_schema_a_failure_without_data_is_accepted_and_data_given_is_checked(acme, site, messages_stub):
+    messages_stub.agent(
+        done(False, "The shop shows no prices.", data={"items": "none"}),
+        done(False, "The shop shows no prices."),
+    )
+    session = make_session(acme, output_schema=ITEMS_SCHEMA)
+    run = launch(acme, session=session, start_url=f"{site}/runtime_shop.html")
+
+    run = finished(run)
+
+    assert (run.status, run.error_code, run.success) == (Run.Status.FAILED, Run.ErrorCode.TASK_FAILED, False)
+    assert run.output == "The shop shows no prices."
+    assert run.data is None
+    checked = events(run, "agent.tool_result")[0].payload
+    assert checked["is_error"] is True
+    assert "at $.items: 'none' is not of type 'array'" in checked["content"]
+    assert (
+        "When you report failure (success: false), data is optional" in messages_stub.requests[0]["system"][0]["text"]
+    )
+
+
+def test_a_run_whose_every_done_was_refused_says_so_with_the_validators_last_detail(acme, site, messages_stub):
+    messages_stub.set_fallback(done(True, "Three products."))  # never with the data the schema requires
+    session = make_session(acme, output_schema=ITEMS_SCHEMA)
+    run = launch(acme, session=session, start_url=f"{site}/runtime_shop.html")
+
+    run = finished(run)
+
+    assert (run.status, run.error_code) == (Run.Status.FAILED, Run.ErrorCode.AGENT_LIMIT)
+    assert "did not call done" not in run.error_message
+    refused = len(messages_stub.requests)
+    assert run.error_message == (
+        "5 tool calls failed in a row, and every done the agent called was refused "
+        f"({refused} calls); the last: output_schema_violation: at $: data is required by this run's output_schema "
+        "when success is true"
+    )
+    assert (run.signals["verdict_turn"], run.signals["verdict_followed"]) == ("failures", False)
 
 
 def test_data_over_64_kib_is_a_violation_too(acme, site, messages_stub):

@@ -1,0 +1,102 @@
+"""What a turn of the agent writes (the model request that produced it, its events, the run's signals, the live-view
+image) and the run's lane that writes it, off the model's critical path.
+
+A turn's record is written in one transaction by the run's lane (runtime.lane) while the model answers the next
+request, with the live-view image taken first; pushes follow the commit. The model's requests are built from the
+loop's conversation alone, never from the record. What a worker lost mid-turn can lose: before a reply's first
+browser action the lane is flushed, so nothing reaches the web before every earlier turn is committed; what is lost is
+at most the turn in progress (its request's usage, its events), which is the turn the model's next request would have
+been built from - a request that then is never sent, or whose reply is never acted on. Before the run ends, before an
+outcome is graded and before the judge (queued by lifecycle.finish) reads, the lane is flushed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from runs import lifecycle
+from runs.models import Run
+from runs.usage import Answered, record_turn
+
+from .lane import Lane, LaneFailed
+
+log = logging.getLogger(__name__)
+
+
+class TurnRecord:
+    """The current turn's record as the loop builds it, and the lane that writes each turn's in order.
+
+    The run's signals are written here and only here: with a turn's record whenever they changed since the last one
+    written (the run's ending writes them once more, with lifecycle.finish).
+    """
+
+    def __init__(
+        self, run: Run, *, signals: Callable[[], dict[str, Any]], live_view_image: Callable[[], str | None]
+    ) -> None:
+        self.run = run
+        self.lane = Lane(run.public_id)
+        self.signals = signals
+        self.live_view_image = live_view_image
+        self.answered: Answered | None = None
+        self.compactions: list[Answered] = []
+        self.events: list[tuple[str, dict[str, Any], datetime]] = []
+        # the tool_result event data the turn's live-view image belongs to
+        self.live_view_for: dict[str, Any] | None = None
+        self.acting = False  # the current reply's first browser action has run: the lane was flushed for it
+        self.written_signals: dict[str, Any] | None = None  # none yet: the first turn's record carries them
+
+    def event(self, type: str, data: dict[str, Any]) -> None:
+        self.events.append((type, data, timezone.now()))
+
+    def reply(self, answered: Answered, compactions: list[Answered]) -> None:
+        """A new reply: the request that produced it (and the server's compaction steps before it) is billed with this
+        turn's record."""
+        self.answered, self.compactions = answered, compactions
+        self.acting = False
+
+    def hand_off(self) -> None:
+        """Hand the turn's record (and its live-view image) to the lane, with the signals when they changed, so the
+        live page shows them."""
+        answered, compactions, events, current = self.answered, self.compactions, self.events, self.signals()
+        signals = current if current != self.written_signals else None
+        live_view_for, self.live_view_for = self.live_view_for, None
+        self.answered, self.compactions, self.events = None, [], []
+        if answered is None and not events and signals is None:
+            return
+        if signals is not None:
+            self.written_signals = signals
+        run, live_view_image = self.run, self.live_view_image
+
+        def write() -> None:
+            if live_view_for is not None:
+                live_view_for["screenshot_url"] = live_view_image()
+            record_turn(run, answered=answered, compactions=compactions, events=events, signals=signals)
+            lifecycle.heartbeat(run)
+
+        self.lane.submit(write)
+
+    def before_acting(self) -> None:
+        """Before a reply's first browser action: every earlier turn is committed, and its live-view image taken
+        (of the page as that turn left it)."""
+        if not self.acting:
+            self.acting = True
+            self.lane.flush()
+
+    def flush(self) -> None:
+        self.lane.flush()
+
+    def close(self) -> None:
+        """Write what is left and end the lane; a record that cannot be written is logged, never raised (the run is
+        ending anyway)."""
+        try:
+            self.hand_off()
+            self.lane.flush()
+        except LaneFailed:
+            log.warning("run %s: part of its record could not be written", self.run.public_id, exc_info=True)
+        finally:
+            self.lane.close()
