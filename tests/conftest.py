@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings
+from django.db import connection
 from django.test import Client
 
 from agent_platform.models import ApiKey, Membership, Workspace
@@ -90,6 +91,22 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -
     if database["ENGINE"].endswith("sqlite3") and test_name:
         for suffix in ("-wal", "-shm", "-journal"):
             Path(f"{test_name}{suffix}").unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, and before it is dropped on PostgreSQL, an end to every other session still on
+    it: the ORM called between sync Playwright calls opens a connection in Playwright's greenlet, a context no
+    fixture's teardown reaches, and that connection would stop the drop ("being accessed by other users"). The
+    workers and servers the tests started are gone by then (their fixtures depend on this one)."""
+    yield
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
 
 
 # --- the test pages over HTTP ----------------------------------------------------------------------------------
