@@ -42,7 +42,9 @@ def test_the_forms_lint_endpoint_shows_both_problems(alice_client):
 
 def test_a_refused_local_webhook_says_which_setting_entry_allows_it(alice_client, settings):
     settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1:8001"]
-    page = alice_client.post("/settings/webhooks/endpoints/", {"url": "http://127.0.0.1:9999/hook", "events": ["run.judged"]})
+    page = alice_client.post(
+        "/settings/webhooks/endpoints/", {"url": "http://127.0.0.1:9999/hook", "events": ["run.judged"]}
+    )
     text = page.content.decode()
     assert page.status_code == 400
     assert "127.0.0.1 is allowed on other ports only" in text
@@ -50,7 +52,9 @@ def test_a_refused_local_webhook_says_which_setting_entry_allows_it(alice_client
 
 
 def test_a_refused_cloud_metadata_webhook_gets_no_hint(alice_client):
-    page = alice_client.post("/settings/webhooks/endpoints/", {"url": "http://169.254.169.254/x", "events": ["run.judged"]})
+    page = alice_client.post(
+        "/settings/webhooks/endpoints/", {"url": "http://169.254.169.254/x", "events": ["run.judged"]}
+    )
     assert page.status_code == 400 and "BROWSER_ALLOWED_PRIVATE_HOSTS" not in page.content.decode()
 
 
