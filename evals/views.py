@@ -129,7 +129,6 @@ def batch_new(request: OperatorRequest) -> HttpResponse:
             "efforts": [value for value in BatchConfig.Effort.values if value],
             # The active models, as the run form offers them; without the Models API, a model id typed as text.
             "models": models,
-            "default_model": settings.DEFAULT_MODEL,
             # The run form's schema lint, on the batch's schema field: the same rules, every problem at once.
             "launch_config": {
                 "lint_url": reverse("runs:schema_lint"),

@@ -3,6 +3,7 @@ run admin with the latest judge verdict, judge/admin.py: runs never imports judg
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib import admin
@@ -13,6 +14,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
+
+from agent_platform.admin import dollars
 
 from .models import Event, Run, Session
 
@@ -196,8 +199,8 @@ class RunAdmin(admin.ModelAdmin):
         "ending",
         "turns",
         "signals_summary",
-        "usage_requests",
-        "cost_usd",
+        "requests",
+        "cost",
         "created_at",
         "links",
     ]
@@ -278,6 +281,15 @@ class RunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
+
+    @admin.display(description="requests", ordering="usage_requests")
+    def requests(self, obj: Run) -> int:
+        return obj.usage_requests
+
+    @admin.display(description="cost", ordering="cost_usd")
+    def cost(self, obj: Run) -> str:
+        # As the billing pages write money ($0.41), not the column's eight stored places.
+        return dollars(obj.cost_usd.quantize(Decimal("0.0001")).normalize() if obj.cost_usd is not None else None)
 
     @admin.display(description="task", ordering="task")
     def task_excerpt(self, obj: Run) -> str:
