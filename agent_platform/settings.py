@@ -267,7 +267,7 @@ SCRIPTED_MODEL = envbool("SCRIPTED_MODEL", False)
 MODEL_MAX_RETRIES = envint("MODEL_MAX_RETRIES", 3, minimum=0)
 MODEL_TIMEOUT_SECONDS = envint("MODEL_TIMEOUT_SECONDS", 120, minimum=1)
 MODEL_MAX_TOKENS = envint("MODEL_MAX_TOKENS", 4096, minimum=256)
-# How long a worker or web process trusts what the Models API said about a model (runs.agent.profiles).
+# How long a worker or web process trusts what the Models API said about a model (agent_platform.llm).
 MODEL_PROFILE_TTL_SECONDS = envint("MODEL_PROFILE_TTL_SECONDS", 600, minimum=0)
 # The judge and the outcome grader. Whether the judge sees the final viewport image follows the judge model's
 # image_input capability, as the Models API reports it.

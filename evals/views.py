@@ -14,9 +14,9 @@ from django.views.decorators.http import require_POST
 
 from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import InvalidRequest, ServiceError
-from judge.models import Judgment
-from runs.agent.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES
+from runs.judging.models import Judgment
 from runs.launch import MAX_TURNS_LIMIT
+from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES
 from runs.views import model_choices
 
 from . import reports, services, stats

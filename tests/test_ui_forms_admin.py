@@ -13,9 +13,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.contrib.staticfiles import finders
 
+from agent_platform import llm
 from agent_platform.models import Price
-from runs.agent import profiles
-from runs.agent.schema import schema_problems
+from runs.schema import schema_problems
 from tests.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -59,12 +59,12 @@ def test_a_refused_cloud_metadata_webhook_gets_no_hint(alice_client):
 
 
 def test_the_test_model_never_reaches_the_launch_forms_picker(alice_client, messages_stub):
-    profiles.forget_profiles()
+    llm.forget_profiles()
     page = alice_client.get("/runs/new/").content.decode()
     assert 'value="claude-sonnet-5-5"' in page
     assert "claude-test-200k" not in page and "Claude Test 200K" not in page
-    assert profiles.profile("claude-test-200k").id == "claude-test-200k"  # still answered by id, as tests need
-    profiles.forget_profiles()
+    assert llm.profile("claude-test-200k").id == "claude-test-200k"  # still answered by id, as tests need
+    llm.forget_profiles()
 
 
 @pytest.fixture

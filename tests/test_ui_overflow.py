@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from agent_platform.models import Membership, ModelRequest, Price
 from evals.models import Batch
-from judge.models import Judgment
+from runs.judging.models import Judgment
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
 from tests import test_e2e_live_viewer as live_viewer

@@ -6,7 +6,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from runs.agent.network_guard import NetworkGuard, host_of, port_of
+from agent_platform.netpolicy import host_of, port_of
+from runtime.browser.network_guard import NetworkGuard
 
 
 def address_refusal(url: str) -> str | None:

@@ -1,4 +1,4 @@
-/* The launch form (and the batch form's schema field): lint the output schema as it is typed (the same rules as runs/agent/schema.py, then the server's
+/* The launch form (and the batch form's schema field): lint the output schema as it is typed (the same rules as runs/schema.py, then the server's
    own check for the last word), warn of a session conflict, and keep Launch disabled while the schema is refused. */
 (function () {
   "use strict";
