@@ -9,9 +9,11 @@ from typing import Any, cast
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.utils import timezone
-from ninja import NinjaAPI, Schema
+from ninja import NinjaAPI, Schema, Swagger
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
+from ninja.openapi.docs import _csrf_needed
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
@@ -98,12 +100,31 @@ class StrictJsonParser(Parser):
         return data
 
 
+SWAGGER_UI = "vendor/swagger-ui-5.35.0"
+
+
+class VendoredSwagger(Swagger):
+    """Swagger UI from static/vendor (ninja's own page loads it from a CDN, blank offline)."""
+
+    def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs: Any) -> HttpResponse:
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        context = {
+            "swagger_settings": json.dumps(self.settings),
+            "api": api,
+            "add_csrf": _csrf_needed(api),
+            "swagger_js": f"{SWAGGER_UI}/swagger-ui-bundle.js",
+            "swagger_css": f"{SWAGGER_UI}/swagger-ui.css",
+        }
+        return render(request, "api/swagger.html", context)
+
+
 api = NinjaAPI(
     title="Pilothouse API",
     version="1",
     urls_namespace="api",
     auth=ApiKeyAuth(),
     docs_url="/docs",
+    docs=VendoredSwagger(),
     throttle=[KeyRateThrottle()],
     parser=StrictJsonParser(),
 )

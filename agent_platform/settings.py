@@ -256,6 +256,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
+# Dates and times as the operator pages write them, in the admin too (its English defaults are 12-hour).
+FORMAT_MODULE_PATH = ["agent_platform.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

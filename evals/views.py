@@ -10,12 +10,15 @@ from django.core.paginator import Paginator
 from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import InvalidRequest, ServiceError
 from runs.judging.models import Judgment
 from runs.launch import MAX_TURNS_LIMIT
+from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES
+from runs.views import model_choices
 
 from . import reports, services, stats
 from .models import Batch, BatchConfig, Truth
@@ -116,6 +119,7 @@ def batch_new(request: OperatorRequest) -> HttpResponse:
             error = refusal
         else:
             return redirect("evals:detail", batch.public_id)
+    models = model_choices()[0]
     return render(
         request,
         "evals/new.html",
@@ -125,6 +129,18 @@ def batch_new(request: OperatorRequest) -> HttpResponse:
             "values": request.POST,
             "config_rows": range(CONFIG_ROWS),
             "efforts": [value for value in BatchConfig.Effort.values if value],
+            # The active models, as the run form offers them; without the Models API, a model id typed as text.
+            "models": models,
+            # The run form's schema lint, on the batch's schema field: the same rules, every problem at once.
+            "launch_config": {
+                "lint_url": reverse("runs:schema_lint"),
+                "max_bytes": SCHEMA_MAX_BYTES,
+                "allowed": sorted(ALLOWED_KEYWORDS),
+                "session_schema": None,
+                "in_session": False,
+                "presets": [],
+                "models": models,
+            },
             "max_turns_default": settings.RUN_DEFAULT_MAX_TURNS,
             "max_turns_limit": MAX_TURNS_LIMIT,
         },

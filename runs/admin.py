@@ -3,6 +3,7 @@ judge's own records, judgments and outcome evaluations, have their admin in runs
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib import admin
@@ -13,6 +14,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
+
+from agent_platform.admin import dollars
 
 from .judging.models import Judgment, latest_judge_verdict
 from .models import Event, Run, Session
@@ -215,8 +218,8 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the st
         "turns",
         "signals_summary",
         "judge_verdict",
-        "usage_requests",
-        "cost_usd",
+        "requests",
+        "cost",
         "created_at",
         "links",
     ]
@@ -306,6 +309,15 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the st
 
     def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
+
+    @admin.display(description="requests", ordering="usage_requests")
+    def requests(self, obj: Run) -> int:
+        return obj.usage_requests
+
+    @admin.display(description="cost", ordering="cost_usd")
+    def cost(self, obj: Run) -> str:
+        # As the billing pages write money ($0.41), not the column's eight stored places.
+        return dollars(obj.cost_usd.quantize(Decimal("0.0001")).normalize() if obj.cost_usd is not None else None)
 
     @admin.display(description="task", ordering="task")
     def task_excerpt(self, obj: Run) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import best_match
 
 SCHEMA_MAX_BYTES = 8 * 1024
 DATA_MAX_BYTES = 64 * 1024
@@ -96,15 +96,17 @@ def schema_problems(schema: object) -> list[SchemaProblem]:
     if schema.get("type") != "object":
         problems.append(SchemaProblem("$.type", "type", 'the root must be an object schema ("type": "object")'))
     _walk(schema, "$", problems)
-    if problems:
-        return problems
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as error:
+    # Every problem at once: the metaschema's findings too, except where the subset check already named the place.
+    reported = {problem.path for problem in problems}
+    meta = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+    for error in sorted(meta.iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path]):
         where = _data_path(error.absolute_path)
+        if any(where == seen or where.startswith((f"{seen}.", f"{seen}[")) for seen in reported):
+            continue
+        reported.add(where)
         keyword = str(error.absolute_path[-1]) if error.absolute_path else ""
-        return [SchemaProblem(where, keyword, f"not a valid JSON Schema: {error.message}")]
-    return []
+        problems.append(SchemaProblem(where, keyword, f"not a valid JSON Schema: {best_match([error]).message}"))
+    return problems
 
 
 def _data_path(path: Iterable[str | int]) -> str:

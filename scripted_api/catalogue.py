@@ -40,6 +40,9 @@ class CatalogueModel:
     sampling_refused: bool = False
     cache_min_tokens: int = 1024
     default_effort: str | None = None
+    # A test-only model answers `GET /v1/models/{id}` but is not in the lineup `GET /v1/models` lists, as the real API
+    # lists real models only: so it never reaches the launch form's model picker.
+    listed: bool = True
     # Efforts `between_tools` is accepted with (Sonnet 5.5: low, medium, high only).
     between_tools_efforts: tuple[str, ...] = ("low", "medium", "high")
 
@@ -159,7 +162,7 @@ CATALOGUE: tuple[CatalogueModel, ...] = (
     CatalogueModel(
         "claude-test-200k", "Claude Test 200K", "2026-09-23T00:00:00Z", line="sonnet",
         max_input_tokens=200_000, thinking_types=("adaptive", "between_tools"), cache_min_tokens=512,
-        default_effort="high", **FIVE_FIVE_STRICT,
+        default_effort="high", listed=False, **FIVE_FIVE_STRICT,
     ),
 )  # fmt: skip
 
@@ -172,7 +175,7 @@ def catalogue_model(model_id: str) -> CatalogueModel | None:
 
 def models_page(*, limit: int = 20, after_id: str | None = None, before_id: str | None = None) -> dict[str, Any]:
     """One page of `GET /v1/models`, newest first, paged by id the way the API pages it."""
-    ordered = sorted(CATALOGUE, key=lambda model: model.created_at, reverse=True)
+    ordered = sorted((model for model in CATALOGUE if model.listed), key=lambda model: model.created_at, reverse=True)
     ids = [model.id for model in ordered]
     start, end = 0, len(ordered)
     if after_id in ids:

@@ -15,7 +15,7 @@ from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
 
 from .models import Delivery, Endpoint, EventType
-from .policy import address_refusal
+from .policy import address_refusal, allowing_hint
 from .tasks import deliver
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,8 @@ def create_endpoint(workspace: Workspace, *, url: object, events: object, create
         raise InvalidRequest.of_field("url", f"is longer than {URL_MAX_CHARS} characters")
     refusal = address_refusal(url)
     if refusal is not None:
-        raise InvalidRequest.of_field("url", f"is refused: {refusal}")
+        hint = allowing_hint(url)
+        raise InvalidRequest.of_field("url", f"is refused: {refusal}" + (f"; {hint}" if hint else ""))
     events = clean_events(events)
     if Endpoint.objects.for_workspace(workspace).count() >= ENDPOINTS_LIMIT:
         raise InvalidRequest.of_field("url", f"a workspace has at most {ENDPOINTS_LIMIT} endpoints")

@@ -1,4 +1,4 @@
-/* The launch form: lint the output schema as it is typed (the same rules as runs/schema.py, then the server's
+/* The launch form (and the batch form's schema field): lint the output schema as it is typed (the same rules as runs/schema.py, then the server's
    own check for the last word), warn of a session conflict, and keep Launch disabled while the schema is refused. */
 (function () {
   "use strict";
@@ -215,6 +215,7 @@
   function toggle(checkboxId, panelId) {
     var box = document.getElementById(checkboxId);
     var panel = document.getElementById(panelId);
+    if (!box || !panel) return; // the batch form shares the schema lint, not these panels
     function sync() {
       panel.toggleAttribute("data-hidden", !box.checked);
     }
