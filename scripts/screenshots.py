@@ -41,9 +41,10 @@ def browser_executable() -> str:
     return settings.BROWSER_EXECUTABLE
 
 
-def start_platform(var_dir: Path, port: int) -> tuple[subprocess.Popen, str]:
-    """`scripts/run.py` on a scratch var dir; returns the process and the operator's password once it is up."""
-    env = {**os.environ, "PILOTHOUSE_VAR_DIR": str(var_dir), "PORT": str(port),
+def start_platform(var_dir: Path, port: int, demo_port: int) -> tuple[subprocess.Popen, str]:
+    """`scripts/run.py` on a scratch var dir and ports of its own; returns the process and the operator's password
+    once it is up."""
+    env = {**os.environ, "PILOTHOUSE_VAR_DIR": str(var_dir), "PORT": str(port), "DEMO_PORT": str(demo_port),
            "SCRIPTED_MODEL_PORT": str(free_port()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
     env.pop("ANTHROPIC_API_KEY", None)
     env.pop("DATABASE_URL", None)  # a scratch SQLite database, never the operator's own
@@ -75,11 +76,11 @@ def stop_platform(process: subprocess.Popen) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def batch_page(page: Page, base: str) -> None:
+def batch_page(page: Page, base: str, demo_base: str) -> None:
     """A batch of two demo tasks x two configurations (the second with too few turns to finish) x 3 runs."""
     from runs.presets import demo_tasks  # noqa: PLC0415 (the repo root joins sys.path in browser_executable)
 
-    tasks = demo_tasks(base)
+    tasks = demo_tasks(demo_base)  # the demo site's own server, the only private address the agent may reach
     suite = [
         {"task": tasks[0]["task"], "start_url": tasks[0]["start_url"], "judge_context": tasks[0].get("judge_context")},
         {"task": tasks[2]["task"], "start_url": tasks[2]["start_url"]},
@@ -101,7 +102,7 @@ def batch_page(page: Page, base: str) -> None:
     page.screenshot(path=str(OUT / "batch-page.png"), full_page=True)
 
 
-def take(base: str, password: str, only: set[str] | None = None) -> None:
+def take(base: str, demo_base: str, password: str, only: set[str] | None = None) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=browser_executable(), args=CHROMIUM_ARGS)
@@ -112,7 +113,7 @@ def take(base: str, password: str, only: set[str] | None = None) -> None:
         page.click("button[type=submit]")
         page.wait_for_url(f"{base}/")
         if only == {"batch-page"}:
-            batch_page(page, base)
+            batch_page(page, base, demo_base)
             browser.close()
             return
 
@@ -148,7 +149,7 @@ def take(base: str, password: str, only: set[str] | None = None) -> None:
         page.get_by_role("button", name=re.compile("graded against a rubric")).click()
         page.locator("#schema-lint").filter(has_text="accepted").wait_for()
         page.screenshot(path=str(OUT / "launch-form.png"))
-        batch_page(page, base)
+        batch_page(page, base, demo_base)
         browser.close()
 
 
@@ -175,10 +176,10 @@ def live_view(page: Page, base: str) -> None:
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pilothouse-screens-") as scratch:
-        port = free_port()
-        process, password = start_platform(Path(scratch), port)
+        port, demo_port = free_port(), free_port()
+        process, password = start_platform(Path(scratch), port, demo_port)
         try:
-            take(f"http://127.0.0.1:{port}", password, set(sys.argv[1:]) or None)
+            take(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{demo_port}", password, set(sys.argv[1:]) or None)
         finally:
             stop_platform(process)
     print(f"screenshots written to {OUT.relative_to(REPO)}/")
