@@ -9,6 +9,7 @@ from django.test import override_settings
 
 from agent_platform import checks
 from agent_platform.settings import envint
+from runs import checks as runs_checks
 from runs.launch import MAX_TURNS_LIMIT
 
 
@@ -34,24 +35,24 @@ def test_an_empty_model_is_an_error(setting, check_id, empty):
 @pytest.mark.parametrize("turns", [1, 30, MAX_TURNS_LIMIT])
 def test_default_turns_within_the_launch_limit_pass(turns):
     with override_settings(RUN_DEFAULT_MAX_TURNS=turns):
-        assert checks.check_run_limits() == []
+        assert runs_checks.check_run_limits() == []
 
 
 @pytest.mark.parametrize("turns", [0, -3, MAX_TURNS_LIMIT + 1])
 def test_default_turns_outside_the_launch_limit_are_an_error(turns):
     with override_settings(RUN_DEFAULT_MAX_TURNS=turns):
-        messages = checks.check_run_limits()
+        messages = runs_checks.check_run_limits()
     assert ids(messages) == ["pilothouse.E003"]
     assert str(MAX_TURNS_LIMIT) in messages[0].msg
 
 
 def test_redelivery_after_a_queued_run_counts_as_orphaned_is_a_warning():
     with override_settings(RUN_TIME_LIMIT_SECONDS=100, RUN_QUEUED_REDELIVER_SECONDS=200):
-        messages = checks.check_run_limits()
+        messages = runs_checks.check_run_limits()
     assert ids(messages) == ["pilothouse.W001"]
     assert isinstance(messages[0], Warning)
     with override_settings(RUN_TIME_LIMIT_SECONDS=100, RUN_QUEUED_REDELIVER_SECONDS=199):
-        assert checks.check_run_limits() == []
+        assert runs_checks.check_run_limits() == []
 
 
 def test_fernet_keys_pass():
