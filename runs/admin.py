@@ -12,6 +12,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 from django.http import HttpRequest
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
@@ -211,8 +212,10 @@ class JudgeVerdictFilter(admin.SimpleListFilter):
 class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     # One compact column per concern (the outcome, the signals, the judge, the money), so the
     # list fits a laptop screen with every signal shown; each signal keeps its own filter on the right.
+    # The run's public id and its four links share the first cell (the id opens the run's admin page, so the list
+    # has no other link column), and the date is written short, so the list fits beside its filters.
     list_display = [
-        "public_id",
+        "run_and_links",
         "task_excerpt",
         "ending",
         "turns",
@@ -220,9 +223,9 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the st
         "judge_verdict",
         "requests",
         "cost",
-        "created_at",
-        "links",
+        "created",
     ]
+    list_display_links = None
     list_filter = [
         "status",
         "success",
@@ -387,6 +390,16 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the st
             (f"{reverse('admin:agent_platform_modelrequest_changelist')}?run__id__exact={obj.pk}", "requests"),
             (f"{reverse('admin:judge_judgment_changelist')}?run__id__exact={obj.pk}", "judgments"),
         ]
+
+    @admin.display(description="run", ordering="public_id")
+    def run_and_links(self, obj: Run) -> str:
+        change = reverse("admin:runs_run_change", args=[obj.pk])
+        links = format_html_join(" · ", '<a href="{}">{}</a>', self.related_links(obj))
+        return format_html('<a href="{}">{}</a><div class="run-links">{}</div>', change, obj.public_id, links)
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: Run) -> str:
+        return timezone.localtime(obj.created_at).strftime("%Y-%m-%d %H:%M")
 
     @admin.display(description="links")
     def links(self, obj: Run) -> str:

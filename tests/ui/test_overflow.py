@@ -51,6 +51,15 @@ OVERFLOWS = """() => {
     }
     return null;
   };
+  // A control inside a container that scrolls sideways (auto, scroll) is reached by scrolling it, as a wide table
+  // on a phone is: there the control must lie within what the container scrolls to, and the container itself must
+  // fit where it sits. A container that clips (hidden, clip) cuts off what passes its edge, so it bounds the control.
+  const scrolls = (el) => /(auto|scroll)/.test(getComputedStyle(el).overflowX);
+  const scrolledTo = (el) => {
+    const box = el.getBoundingClientRect();
+    const left = box.left + el.clientLeft - el.scrollLeft;
+    return { left, right: left + el.scrollWidth };
+  };
   const measure = document.createElement("span");
   measure.style.cssText = "position:absolute;visibility:hidden;white-space:pre";
   document.body.appendChild(measure);
@@ -61,11 +70,20 @@ OVERFLOWS = """() => {
     if (box.width <= 1 || box.height <= 1 || style.visibility === "hidden") continue;  // not shown, or screen-reader only
     if (el.closest("[hidden], details:not([open]) > :not(summary)")) continue;
     if (box.right <= 0) continue;  // moved off-screen on purpose until focused (the skip link)
-    const container = scroller(el);
-    const limits = container ? container.getBoundingClientRect() : { left: 0, right: width };
+    let subject = el, subjectBox = box, container = scroller(el), within = "";
+    while (container && scrolls(container)) {
+      const reach = scrolledTo(container);
+      if (subject === el && (box.left < reach.left - 1 || box.right > reach.right + 1)) break;
+      within = ` in the scrolling ${name(container)}`;
+      subject = container;
+      subjectBox = container.getBoundingClientRect();
+      container = scroller(container);
+    }
+    const limits = container ? (scrolls(container) ? scrolledTo(container) : container.getBoundingClientRect())
+                             : { left: 0, right: width };
     const left = Math.max(limits.left, 0), right = Math.min(limits.right, width);
-    if (box.left < left - 1 || box.right > right + 1) {
-      problems.push(`${name(el)} spans ${Math.round(box.left)}-${Math.round(box.right)}px, ` +
+    if (subjectBox.left < left - 1 || subjectBox.right > right + 1) {
+      problems.push(`${name(el)}${within} spans ${Math.round(subjectBox.left)}-${Math.round(subjectBox.right)}px, ` +
                     `its container ${Math.round(left)}-${Math.round(right)}px`);
     }
     if (el.tagName === "SELECT" && el.selectedOptions.length) {
