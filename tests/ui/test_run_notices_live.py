@@ -2,6 +2,7 @@
 from the run page, without a reload, once the run has ended or its judgment arrived."""
 
 import os
+import threading
 
 import pytest
 from django.utils import timezone
@@ -11,6 +12,7 @@ from runs.judging.models import Judgment
 from runs.models import Run
 from tests.support import live
 from tests.support.factories import make_run
+from tests.support.judging import judgment_reply
 from tests.support.live import emit, open_subscribed, signed_in_page
 
 asgi_server = live.asgi_server
@@ -48,19 +50,31 @@ def test_cancel_requested_goes_when_the_run_has_ended(asgi_server, chromium, ali
     page.context.close()
 
 
-def test_a_requested_judgment_notice_goes_when_the_judgment_arrives(asgi_server, chromium, alice, acme):
+def test_a_requested_judgment_notice_goes_when_the_judgment_arrives(asgi_server, chromium, alice, acme, messages_stub):
     run = make_run(acme, status=Run.Status.SUCCEEDED, success=True, output="Done.", finished_at=timezone.now())
     emit(run, "run.finished", {"status": "succeeded", "success": True, "error_code": None, "error_message": None})
+    # The re-judge is a real task: a worker some earlier test left running may take it. Its request to the model
+    # waits here until the test has seen the notice, so the judgment never arrives before the page shows it.
+    notice_seen = threading.Event()
+
+    def held_judgment(request: dict) -> dict:
+        notice_seen.wait(timeout=60)
+        return judgment_reply("pass", "The page shows the order.")
+
+    messages_stub.judge(held_judgment)
     page = signed_in_page(chromium, asgi_server, alice)
-    open_run_page_after(
-        page, asgi_server, run, lambda page: page.get_by_role("button", name="Request judgment").click()
-    )
-    notice = page.locator(".messages li", has_text="A new judgment was requested")
-    expect(notice).to_be_visible()
-    page.evaluate("window.notReloaded = true")
-    Judgment.objects.create(run=run, verdict="pass", reason="The page shows the order.", model="j")
-    emit(run, "run.judged", {"verdict": "pass", "reason": "The page shows the order."})
-    expect(page.locator("#judgments")).to_contain_text("The page shows the order.")
-    expect(notice).to_have_count(0)
-    assert page.evaluate("window.notReloaded") is True
-    page.context.close()
+    try:
+        open_run_page_after(
+            page, asgi_server, run, lambda page: page.get_by_role("button", name="Request judgment").click()
+        )
+        notice = page.locator(".messages li", has_text="A new judgment was requested")
+        expect(notice).to_be_visible()
+        page.evaluate("window.notReloaded = true")
+        Judgment.objects.create(run=run, verdict="pass", reason="The page shows the order.", model="j")
+        emit(run, "run.judged", {"verdict": "pass", "reason": "The page shows the order."})
+        expect(page.locator("#judgments")).to_contain_text("The page shows the order.")
+        expect(notice).to_have_count(0)
+        assert page.evaluate("window.notReloaded") is True
+    finally:
+        notice_seen.set()
+        page.context.close()
