@@ -316,6 +316,11 @@ def ask_for_answer(run: Run, params: dict[str, Any], tool: str, parse: ParseAnsw
     return Reading(answer, problem, tuple(received))
 
 
+def uncertain(reason: str) -> dict[str, Any]:
+    """A judgment the judge could not give: uncertain, with the reason an operator reads."""
+    return {"verdict": Judgment.Verdict.UNCERTAIN, "reason": reason, "blocked": False, "impossible": False}
+
+
 def judge(
     run: Run, *, judge_context: list[str] | None = None, requested_by: User | None = None, model: str | None = None
 ) -> Judgment:
@@ -330,28 +335,13 @@ def judge(
     params = judge_request(run, context, model)
     try:
         reading = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)
-        answer, problem = reading.answer, reading.problem
+        answer = reading.answer or uncertain(
+            f"The judge's answer could not be parsed, twice ({reading.problem}), so the verdict is uncertain."
+        )
     except ModelUnavailable as error:
-        answer = {
-            "verdict": Judgment.Verdict.UNCERTAIN,
-            "reason": f"The judge model was unavailable, so the run was not judged: {error}",
-            "blocked": False,
-            "impossible": False,
-        }
+        answer = uncertain(f"The judge model was unavailable, so the run was not judged: {error}")
     except spending.CostCapReached as error:
-        answer = {
-            "verdict": Judgment.Verdict.UNCERTAIN,
-            "reason": f"The run was not judged: {error}",
-            "blocked": False,
-            "impossible": False,
-        }
-    if answer is None:
-        answer = {
-            "verdict": Judgment.Verdict.UNCERTAIN,
-            "reason": f"The judge's answer could not be parsed, twice ({problem}), so the verdict is uncertain.",
-            "blocked": False,
-            "impossible": False,
-        }
+        answer = uncertain(f"The run was not judged: {error}")
     judgment = Judgment.objects.create(
         run=run,
         verdict=answer["verdict"],
