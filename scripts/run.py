@@ -220,7 +220,7 @@ def main() -> int:
             model_port = scripted_model_port(env)
             model = supervisor.start(
                 "scripted model",
-                [PYTHON, "manage.py", "scripted_model", "--port", str(model_port)],
+                [PYTHON, "-m", "scripted_api", "--port", str(model_port)],
                 env,
             )
             wait_for_port(model_port, model, "the scripted model")

@@ -52,10 +52,10 @@ def demo_base_url() -> Iterator[str]:
 
 @pytest.fixture
 def scripted_model(demo_base_url: str) -> Iterator[str]:
-    """`manage.py scripted_model` as `make run` starts it: DEMO_BASE_URL in its environment, nothing on its command
+    """`python -m scripted_api` as `make run` starts it: DEMO_BASE_URL in its environment, nothing on its command
     line. Yields its base URL."""
     command = subprocess.Popen(
-        [sys.executable, "manage.py", "scripted_model", "--port", "0"],
+        [sys.executable, "-m", "scripted_api", "--port", "0"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,

@@ -511,7 +511,7 @@ def test_the_scripted_model_answers_the_real_sdk_over_the_wire():
 
 def test_the_management_command_serves_until_terminated():
     command = subprocess.Popen(
-        [sys.executable, "manage.py", "scripted_model", "--port", "0"],
+        [sys.executable, "-m", "scripted_api", "--port", "0"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
