@@ -110,12 +110,14 @@ async def test_another_workspace_run_is_refused_as_not_found(charlie, acme):
     await socket.connect()
     closed = await socket.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
+    await socket.wait()  # the consumer's task ends here, not in the event loop's teardown
 
 
 async def test_unknown_run_is_refused_the_same_way(alice):
     socket = communicator(alice, "/ws/runs/run_doesnotexist/")
     await socket.connect()
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
+    await socket.wait()  # the consumer's task ends here, not in the event loop's teardown
 
 
 async def test_anonymous_viewer_is_refused(acme):
@@ -173,6 +175,7 @@ async def test_runs_list_socket_refuses_a_workspace_the_user_is_not_in(charlie, 
     socket = communicator(charlie, "/ws/runs/?workspace=acme")
     await socket.connect()
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": CLOSE_NOT_FOUND}
+    await socket.wait()  # the consumer's task ends here, not in the event loop's teardown
 
 
 async def test_runs_list_socket_tells_its_workspace_a_batch_changed(alice, acme, umbrella):
