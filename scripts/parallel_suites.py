@@ -10,6 +10,7 @@ Usage: parallel_suites.py SQLITE_DATABASE_URL [pytest options...]  (DATABASE_URL
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "var"
+# A suite still running after this long is stopped and counted as failed: a test that hangs (an event loop waiting on
+# a task that never ends) must fail the build, with its log, well inside CI's own limit rather than run into it.
+SUITE_TIME_LIMIT_SECONDS = int(os.environ.get("TEST_SUITE_TIME_LIMIT_SECONDS", str(70 * 60)))
 
 
 def next_redis_database(url: str) -> str:
@@ -53,13 +57,33 @@ def main() -> int:
         log_path = LOGS / f"test-{name.lower()}.log"
         log = open(log_path, "wb")  # noqa: SIM115  (closed when the run ends, below)
         print(f"[make test] {name} suite started (REDIS_URL={extra['REDIS_URL']}), output in {log_path}", flush=True)
-        process = subprocess.Popen(args, cwd=REPO, env={**os.environ, **extra}, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            args, cwd=REPO, env={**os.environ, **extra}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         running[name] = (process, log, log_path, time.monotonic())
-    failed = []
+    failed: list[str] = []
+    try:
+        watch(running, failed)
+    except KeyboardInterrupt:  # the suites run in sessions of their own: Ctrl-C reaches only this process
+        for process, *_ in running.values():
+            os.killpg(process.pid, signal.SIGKILL)
+        raise
+    if failed:
+        print(f"[make test] failed: {', '.join(failed)} suite", flush=True)
+        return 1
+    return 0
+
+
+def watch(running: dict, failed: list[str]) -> None:
+    """Print each suite's log as it ends, and note the ones that failed (or ran past the time limit)."""
     while running:
         for name, (process, log, log_path, started) in list(running.items()):
             if process.poll() is None:
-                continue
+                if time.monotonic() - started < SUITE_TIME_LIMIT_SECONDS:
+                    continue
+                print(f"[make test] {name} suite still running after {SUITE_TIME_LIMIT_SECONDS} s: stopped", flush=True)
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
             log.close()
             del running[name]
             print(
@@ -70,10 +94,6 @@ def main() -> int:
             if process.returncode != 0:
                 failed.append(name)
         time.sleep(0.5)
-    if failed:
-        print(f"[make test] failed: {', '.join(failed)} suite", flush=True)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":
