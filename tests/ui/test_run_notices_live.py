@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from agent_platform.celery import app
 from runs.judging.models import Judgment
 from runs.models import Run
 from tests.support import live
@@ -78,3 +79,7 @@ def test_a_requested_judgment_notice_goes_when_the_judgment_arrives(asgi_server,
     finally:
         notice_seen.set()
         page.context.close()
+        # A re-judge no worker took is still queued: left there, the next worker to start would judge whatever run
+        # has this one's id then (SQLite reuses ids after a flush) with another test's scripted replies.
+        with app.connection_for_write() as connection:
+            connection.default_channel.queue_purge("judge")
