@@ -117,6 +117,19 @@ async def receive_events(viewer: WebsocketCommunicator, until_seq=None, until_ty
                 return received
 
 
+async def written_after(run: Run, seq: int, awaited_type: str, timeout: float = 30) -> list[str]:
+    """The types of the run's events after `seq` in the database, once one of `awaited_type` is among them (or the
+    timeout passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        types = await database_sync_to_async(
+            lambda: list(Event.objects.filter(run=run, seq__gt=seq).order_by("seq").values_list("type", flat=True))
+        )()
+        if awaited_type in types or time.monotonic() > deadline:
+            return types
+        await asyncio.sleep(0.1)
+
+
 async def follow_to_the_end(run: Run, user, after: int) -> tuple[list[dict], int]:
     """What the live viewer does: (re)connect with the last seq it has until it saw run.finished. A web process's
     channel layer still holds connections to the Redis that went away: the first read on one fails and drops the
@@ -181,9 +194,9 @@ async def test_a_redis_restart_mid_run_loses_no_event_for_a_reconnecting_viewer(
             await first.disconnect()
         end_outage.set()
         await wait_event(restart_reached)
-        written_during_outage = await database_sync_to_async(
-            lambda: list(Event.objects.filter(run=run, seq__gt=seen_first[-1]["seq"]).values_list("type", flat=True))
-        )()
+        # The turn's record is committed by the run's lane while the model answers the next request (runtime.record):
+        # it lands while that request is held, not necessarily before the request arrives.
+        written_during_outage = await written_after(run, seen_first[-1]["seq"], "agent.tool_result")
         assert "agent.tool_result" in written_during_outage
         private_redis.start()
 
