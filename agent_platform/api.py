@@ -1,6 +1,7 @@
 """The one NinjaAPI: bearer API-key auth scoped to a workspace, and the error envelope every endpoint answers with."""
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -17,6 +18,8 @@ from ninja.openapi.docs import _csrf_needed
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .errors import (
     ERROR_CLASSES,
@@ -26,8 +29,17 @@ from .errors import (
     PayloadTooLarge,
     RateLimited,
     ServiceError,
+    ServiceUnavailable,
+    UnsupportedMediaType,
 )
 from .models import ApiKey, Workspace
+
+log = logging.getLogger(__name__)
+
+# Redis unreachable (restarting, failing over): what the API's cache and broker calls raise then.
+REDIS_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
+# Seconds a client should wait before retrying while Redis is away (a restart takes one or two).
+REDIS_RETRY_AFTER_SECONDS = 2
 
 
 class ApiRequest(HttpRequest):
@@ -46,7 +58,14 @@ class KeyRateThrottle(AuthRateThrottle):
     def allow_request(self, request: HttpRequest) -> bool:
         # Read per request, so the limit follows the setting (and tests can lower it).
         self.num_requests, self.duration = self.parse_rate(f"{settings.API_RATE_LIMIT_PER_MINUTE}/m")
-        return super().allow_request(request)
+        try:
+            return super().allow_request(request)
+        except REDIS_UNAVAILABLE:
+            # Fails open, on purpose: the limit keeps one runaway client from crowding others out, it is not what
+            # keeps anyone out (the key is checked in the database first). Refusing every caller for the second or
+            # two Redis takes to restart would turn a blip into an outage of the whole API.
+            log.warning("API rate limit not checked: the shared cache is unreachable")
+            return True
 
 
 class ApiKeyAuth(HttpBearer):
@@ -87,17 +106,71 @@ def unstorable(value: Any) -> str | None:
     return None
 
 
+# Deeper than any launch body or output schema needs; JSON nested further is refused with this limit named, before
+# it reaches code that walks it recursively.
+JSON_MAX_DEPTH = 64
+
+
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (a scalar is 0), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            depth += 1
+            deepest = max(deepest, depth)
+            stack.extend((child, depth) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members, refusing a name given twice (json.loads would keep the last one silently)."""
+    members: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in members:
+            raise InvalidRequest(
+                f"Invalid request body: the member {json.dumps(name)[:80]} appears twice in an object."
+            )
+        members[name] = value
+    return members
+
+
+def is_json_media_type(content_type: str) -> bool:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
+
+
 class StrictJsonParser(Parser):
-    """JSON bodies within the size limit (also those sent without Content-Length) that the database can store."""
+    """JSON bodies sent as JSON, within the size limit (also those sent without Content-Length) and nesting limit,
+    with each member named once, that the database can store."""
 
     def parse_body(self, request: HttpRequest) -> Any:
         if len(request.body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
             raise RequestDataTooBig()
-        data = json.loads(request.body)
+        content_type = request.META.get("CONTENT_TYPE", "")
+        if request.body and not is_json_media_type(content_type):
+            raise UnsupportedMediaType(
+                f"The request body must be sent as application/json, not {content_type[:80] or 'without a type'}.",
+                detail={"content_type": content_type[:200]},
+            )
+        try:
+            data = json.loads(request.body, object_pairs_hook=no_duplicate_keys)
+        except RecursionError:
+            raise too_deep() from None
+        if json_depth(data) > JSON_MAX_DEPTH:
+            raise too_deep()
         problem = unstorable(data)
         if problem:
             raise InvalidRequest(f"Invalid request body: {problem}.")
         return data
+
+
+def too_deep() -> InvalidRequest:
+    return InvalidRequest(
+        f"Invalid request body: arrays and objects nest deeper than {JSON_MAX_DEPTH} levels.",
+        detail={"max_depth": JSON_MAX_DEPTH},
+    )
 
 
 SWAGGER_UI = "vendor/swagger-ui-5.35.0"
@@ -224,6 +297,20 @@ def on_throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
 def body_too_large() -> PayloadTooLarge:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     return PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.", detail={"limit": limit})
+
+
+@api.exception_handler(RedisConnectionError)
+@api.exception_handler(RedisTimeoutError)
+def on_redis_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """Redis away (a restart, a failover): the caller may retry shortly; what was committed stays committed."""
+    log.warning("API request %s %s: Redis is unreachable (%s)", request.method, request.path, type(exc).__name__)
+    return on_service_error(
+        request,
+        ServiceUnavailable(
+            f"A shared service (Redis) is briefly unavailable; retry after {REDIS_RETRY_AFTER_SECONDS}s.",
+            headers={"Retry-After": str(REDIS_RETRY_AFTER_SECONDS)},
+        ),
+    )
 
 
 @api.exception_handler(RequestDataTooBig)

@@ -42,6 +42,16 @@ class PayloadTooLarge(ServiceError):
     status = 413
 
 
+class MethodNotAllowed(ServiceError):
+    code = "invalid_request"
+    status = 405
+
+
+class UnsupportedMediaType(ServiceError):
+    code = "invalid_request"
+    status = 415
+
+
 class AuthenticationFailed(ServiceError):
     code = "authentication_error"
     status = 401
@@ -76,6 +86,8 @@ class ServiceUnavailable(ServiceError):
 ERROR_CLASSES: tuple[type[ServiceError], ...] = (
     InvalidRequest,
     PayloadTooLarge,
+    MethodNotAllowed,
+    UnsupportedMediaType,
     AuthenticationFailed,
     Forbidden,
     NotFound,

@@ -132,6 +132,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "agent_platform.middleware.api_method_not_allowed",
     "axes.middleware.AxesMiddleware",  # last, as django-axes requires: it answers a locked-out sign-in
 ]
 

@@ -60,8 +60,8 @@ def test_ninjas_own_http_errors_take_the_type_of_the_class_with_their_status(rf,
 
 
 def test_an_http_error_of_a_status_no_class_has_is_an_invalid_request(rf):
-    response = on_http_error(rf.get("/api/v1/runs"), HttpError(405, "Method not allowed"))
-    assert response.status_code == 405
+    response = on_http_error(rf.get("/api/v1/runs"), HttpError(418, "I'm a teapot"))
+    assert response.status_code == 418
     assert b'"type": "invalid_request"' in response.content
 
 

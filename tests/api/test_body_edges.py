@@ -1,0 +1,114 @@
+"""The API's edges answer the error envelope, never Django's HTML or a Python message: bodies not sent as JSON, JSON
+nested too deeply or naming a member twice, a method a path does not take, and Redis away."""
+
+import json
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from agent_platform.api import JSON_MAX_DEPTH
+from runs.models import Run
+from tests.support.clients import ApiClient
+from tests.support.factories import make_run
+from tests.support.sites import free_port
+
+pytestmark = pytest.mark.django_db
+
+
+def error_of(response) -> dict:
+    assert response["Content-Type"].startswith("application/json"), response.content[:200]
+    return response.json()["error"]
+
+
+def test_a_body_nested_five_thousand_deep_is_refused_naming_the_limit(api):
+    response = api.post("/runs", raw='{"task": "t", "output_schema": ' + "[" * 5000 + "]" * 5000 + "}")
+
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["message"] == f"Invalid request body: arrays and objects nest deeper than {JSON_MAX_DEPTH} levels."
+    assert "recursion" not in error["message"]
+    assert not Run.objects.exists()
+
+
+def test_a_body_just_past_the_depth_limit_is_refused_and_one_within_it_is_read(api):
+    nested = {"task": "t", "metadata": json.loads("[" * (JSON_MAX_DEPTH - 1) + "]" * (JSON_MAX_DEPTH - 1))}
+    too_deep = {"task": "t", "metadata": json.loads("[" * JSON_MAX_DEPTH + "]" * JSON_MAX_DEPTH)}
+
+    assert "nest deeper" in error_of(api.post("/runs", too_deep))["message"]
+    # within the limit the body is parsed, and the launch's own validation speaks about the field it does not take
+    assert "nest deeper" not in error_of(api.post("/runs", nested))["message"]
+
+
+def test_a_member_named_twice_is_refused_rather_than_the_last_one_kept(api):
+    response = api.post("/runs", raw='{"task": "buy the cheap one", "task": "buy everything"}')
+
+    assert response.status_code == 400
+    assert error_of(response)["message"] == 'Invalid request body: the member "task" appears twice in an object.'
+    assert not Run.objects.exists()
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])
+def test_a_body_not_sent_as_json_is_unsupported_media(api, content_type):
+    response = api.client.post(
+        "/api/v1/runs", data=json.dumps({"task": "t"}), content_type=content_type, headers=api.headers
+    )
+
+    assert response.status_code == 415
+    error = error_of(response)
+    assert error["type"] == "invalid_request"
+    assert error["message"].startswith("The request body must be sent as application/json")
+    assert not Run.objects.exists()
+
+
+def test_a_json_media_type_with_parameters_or_a_suffix_is_json(api):
+    for content_type in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        response = api.client.post(
+            "/api/v1/runs", data=json.dumps({"task": "t"}), content_type=content_type, headers=api.headers
+        )
+        assert response.status_code == 201, (content_type, response.content)
+
+
+def test_a_method_the_path_does_not_take_is_405_in_the_envelope_with_allow(api, acme):
+    run = make_run(acme)
+
+    response = api.client.delete(f"/api/v1/runs/{run.public_id}", headers=api.headers)
+
+    assert response.status_code == 405
+    error = error_of(response)
+    assert error["type"] == "invalid_request"
+    assert error["detail"] == {"allowed": ["GET"]}
+    assert response["Allow"] == "GET"
+
+
+def test_the_rate_limit_fails_open_while_the_cache_is_unreachable(api, acme, settings):
+    """A closed port stands for a Redis that is restarting: the key is still checked in the database, the limit is
+    skipped (agent_platform.api.KeyRateThrottle says why), and nothing answers 500."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+        }
+    }
+    settings.API_RATE_LIMIT_PER_MINUTE = 1
+    make_run(acme)
+
+    answers = [api.get("/runs") for _ in range(3)]
+
+    assert [answer.status_code for answer in answers] == [200, 200, 200]
+    assert ApiClient("not-a-key").get("/runs").status_code == 401
+
+
+def test_redis_unreachable_under_a_service_is_503_with_retry_after(api, acme, monkeypatch):
+    run = make_run(acme)
+
+    def broker_gone(run):
+        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr("runs.api.request_cancel", broker_gone)
+    response = api.post(f"/runs/{run.public_id}/cancel")
+
+    assert response.status_code == 503
+    error = error_of(response)
+    assert error["type"] == "service_unavailable"
+    assert "127.0.0.1" not in error["message"]
+    assert response["Retry-After"] == "2"
