@@ -58,6 +58,9 @@ def test_a_killed_worker_fails_its_run_with_worker_lost_and_the_run_is_never_exe
     browsers = []
     try:
         assert thinking.wait(60), "the run never reached its second model request"
+        # The first turn's record is committed by the run's lane while the model answers the next request
+        # (runtime.record): wait for it, so that what was written before the kill is all that is ever written.
+        wait_for(lambda: events(run, "agent.tool_result"), message="the first turn's record")
         browsers = chromium_pids(first.process.pid)
         before_kill = [(event.seq, event.type, event.payload) for event in events(run)]
         first.kill(signal.SIGKILL)
