@@ -9,4 +9,4 @@ class AgentPlatformConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the settings checks (pilothouse.E0xx/W0xx) with Django's system check framework.
-        from . import checks  # noqa: F401, PLC0415 (lazy: the checks read runs' modules, loaded only once apps are)
+        from . import checks  # noqa: F401, PLC0415 (Django's place for it: checks register once the app is ready)
