@@ -1,4 +1,4 @@
-"""Admin views of webhook endpoints and deliveries; the signing secret is never shown."""
+"""Admin views of webhook endpoints and deliveries; the signing secrets are never shown."""
 
 from django.contrib import admin
 
@@ -10,7 +10,7 @@ class EndpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in t
     list_display = ("public_id", "url", "workspace", "active", "created_at")
     list_filter = ("active", "workspace")
     list_select_related = ("workspace",)
-    exclude = ("secret",)
+    exclude = ("secret", "retiring_secret")
     raw_id_fields = ("created_by",)
 
 

@@ -31,11 +31,17 @@ class EndpointOut(Schema):
     url: str
     events: list[str]
     active: bool
+    signature_scheme: Literal["standard", "legacy"] = Field(
+        description="standard: webhook-signature (Standard Webhooks); legacy: Pilothouse-Signature, until rotated."
+    )
+    previous_secret_signs_until: datetime | None = Field(
+        description="After a rotation, the previous secret signs beside the new one until then."
+    )
     created_at: datetime
 
 
 class EndpointCreatedOut(EndpointOut):
-    secret: str = Field(description="The signing secret, shown in this response only.")
+    secret: str = Field(description="The signing secret (whsec_ and base64), shown in this response only.")
 
 
 class EndpointListOut(Schema):
@@ -74,6 +80,8 @@ def endpoint_out(endpoint: Endpoint) -> dict[str, Any]:
         "url": endpoint.url,
         "events": endpoint.events,
         "active": endpoint.active,
+        "signature_scheme": endpoint.secret_scheme,
+        "previous_secret_signs_until": endpoint.retiring_until if endpoint.retiring_secret else None,
         "created_at": endpoint.created_at,
     }
 
@@ -114,8 +122,9 @@ def find_endpoint(request: ApiRequest, endpoint_id: str) -> Endpoint:
     "/webhooks/endpoints",
     response={201: EndpointCreatedOut, **ERROR_RESPONSES},
     summary="Add a webhook endpoint",
-    description="Deliveries are JSON bodies signed with HMAC-SHA256 (headers Pilothouse-Timestamp and "
-    "Pilothouse-Signature; see docs/webhooks.md). A URL on an internal address is refused.",
+    description="Deliveries are JSON bodies signed per Standard Webhooks (headers webhook-id, webhook-timestamp and "
+    "webhook-signature; verify with the standardwebhooks library and the secret returned here, see docs/webhooks.md). "
+    "A URL on an internal address is refused.",
 )
 def create_endpoint(request: ApiRequest, payload: EndpointIn) -> Status[dict[str, Any]]:
     endpoint = services.create_endpoint(request.workspace, url=payload.url, events=list(payload.events))
@@ -133,6 +142,19 @@ def list_endpoints(request: ApiRequest) -> dict[str, Any]:
 def delete_endpoint(request: ApiRequest, endpoint_id: str) -> Status[None]:
     services.delete_endpoint(find_endpoint(request, endpoint_id))
     return Status(204, None)
+
+
+@router.post(
+    "/webhooks/endpoints/{endpoint_id}/rotate-secret",
+    response={200: EndpointCreatedOut, **ERROR_RESPONSES},
+    summary="Rotate an endpoint's signing secret",
+    description="A new Standard Webhooks secret (whsec_ and base64), shown in this response only. The previous "
+    "secret signs beside it for 24 hours (a legacy one as Pilothouse-Signature, a standard one as a second "
+    "webhook-signature), so the receiver switches without downtime.",
+)
+def rotate_secret(request: ApiRequest, endpoint_id: str) -> dict[str, Any]:
+    endpoint = services.rotate_secret(find_endpoint(request, endpoint_id))
+    return {**endpoint_out(endpoint), "secret": endpoint.secret}
 
 
 @router.get(

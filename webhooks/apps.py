@@ -1,4 +1,4 @@
-"""The webhooks app: signed JSON deliveries of run.finished, run.judged and batch.finished to workspace endpoints."""
+"""The webhooks app: JSON deliveries signed per Standard Webhooks of run.finished, run.judged and batch.finished."""
 
 from django.apps import AppConfig
 

@@ -1,6 +1,8 @@
 """Webhook endpoints of a workspace, the deliveries made to them, and every attempt with its response code."""
 
+import base64
 import secrets
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -20,7 +22,17 @@ def delivery_id() -> str:
 
 
 def signing_secret() -> str:
-    return "whsec_" + secrets.token_urlsafe(32)
+    """A Standard Webhooks secret: `whsec_` and the standard base64 of 32 random bytes (the spec allows 24 to 64)."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+class SecretScheme(models.TextChoices):
+    """How deliveries are signed with a secret: the Standard Webhooks headers, or our own scheme of before."""
+
+    STANDARD = "standard"
+    # Secrets issued before Standard Webhooks ("whsec_" and url-safe base64, not the spec's encoding): they sign the
+    # Pilothouse-Signature header until their endpoint's secret is rotated.
+    LEGACY = "legacy"
 
 
 class EventType(models.TextChoices):
@@ -44,8 +56,13 @@ class Endpoint(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="webhook_endpoints")
     url = models.URLField(max_length=2000)
     events = models.JSONField(default=list)
-    # Needed in clear to sign; shown once, when the endpoint is created.
+    # Needed in clear to sign; shown once, when the endpoint is created or its secret rotated.
     secret = models.CharField(max_length=100, default=signing_secret, editable=False)
+    secret_scheme = models.CharField(max_length=10, choices=SecretScheme.choices, default=SecretScheme.STANDARD)
+    # The secret before the last rotation: it signs too until retiring_until, so receivers switch without downtime.
+    retiring_secret = models.CharField(max_length=100, blank=True, editable=False)
+    retiring_secret_scheme = models.CharField(max_length=10, choices=SecretScheme.choices, blank=True)
+    retiring_until = models.DateTimeField(null=True, blank=True)
     active = models.BooleanField(default=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
@@ -60,6 +77,13 @@ class Endpoint(models.Model):
 
     def subscribes_to(self, event_type: str) -> bool:
         return event_type in (self.events or [])
+
+    def signing_secrets(self, now: datetime) -> list[tuple[str, str]]:
+        """(secret, scheme) of each secret that signs a delivery at `now`: the current one, then a retiring one."""
+        keys = [(self.secret, self.secret_scheme)]
+        if self.retiring_secret and self.retiring_until is not None and now < self.retiring_until:
+            keys.append((self.retiring_secret, self.retiring_secret_scheme))
+        return keys
 
 
 class Delivery(models.Model):

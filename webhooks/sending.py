@@ -33,20 +33,18 @@ class Answer:
 
 
 def post(endpoint: Endpoint, delivery: Delivery) -> Answer:
-    """POST the signed body once.
+    """POST the signed body once (each attempt is signed anew, with its own timestamp).
 
     http.client follows no redirect (a redirect is an answer, not a new address that would step around the address
     policy) and reads no proxy from the environment.
     """
     body = delivery.body.encode()
-    timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         signing.EVENT_HEADER: delivery.event_type,
-        signing.DELIVERY_HEADER: delivery.public_id,
-        signing.TIMESTAMP_HEADER: str(timestamp),
-        signing.SIGNATURE_HEADER: signing.signature(endpoint.secret, timestamp, body),
+        # The delivery's id is the message id: the same on every retry, so receivers deduplicate on it.
+        **signing.signed_headers(endpoint, delivery.public_id, body, timezone.now()),
     }
     parts = urlsplit(endpoint.url)
     if parts.hostname is None:  # the address policy refuses such a URL first; never connect to a default host

@@ -1,8 +1,9 @@
-"""Webhook state changes: adding endpoints, recording deliveries of an event, attempting them, resending."""
+"""Webhook state changes: adding endpoints, rotating their secrets, recording deliveries of an event, resending."""
 
 import json
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -14,7 +15,7 @@ from agent_platform.errors import InvalidRequest
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
 
-from .models import Delivery, Endpoint, EventType
+from .models import Delivery, Endpoint, EventType, SecretScheme, signing_secret
 from .policy import address_refusal, allowing_hint
 from .tasks import deliver
 
@@ -22,6 +23,8 @@ log = logging.getLogger(__name__)
 
 URL_MAX_CHARS = 2000
 ENDPOINTS_LIMIT = 20
+# How long the secret replaced by a rotation keeps signing beside the new one: a day to deploy the new secret.
+ROTATION_GRACE = timedelta(hours=24)
 
 
 # --- endpoints -----------------------------------------------------------------------------------------------------
@@ -58,6 +61,26 @@ def create_endpoint(workspace: Workspace, *, url: object, events: object, create
 
 def delete_endpoint(endpoint: Endpoint) -> None:
     endpoint.delete()
+
+
+def rotate_secret(endpoint: Endpoint) -> Endpoint:
+    """Give the endpoint a new Standard Webhooks secret; the one it replaces signs beside it for ROTATION_GRACE.
+
+    A legacy secret's grace keeps Pilothouse-Signature coming, so a receiver still on the old scheme goes on
+    verifying until it switches to the new secret and the standardwebhooks library. A rotation during a grace ends
+    the older grace: only the secret just replaced keeps signing.
+    """
+    with transaction.atomic():
+        endpoint = Endpoint.objects.select_for_update().get(pk=endpoint.pk)
+        endpoint.retiring_secret = endpoint.secret
+        endpoint.retiring_secret_scheme = endpoint.secret_scheme
+        endpoint.retiring_until = timezone.now() + ROTATION_GRACE
+        endpoint.secret = signing_secret()
+        endpoint.secret_scheme = SecretScheme.STANDARD
+        endpoint.save(
+            update_fields=["secret", "secret_scheme", "retiring_secret", "retiring_secret_scheme", "retiring_until"]
+        )
+    return endpoint
 
 
 # --- deliveries ----------------------------------------------------------------------------------------------------

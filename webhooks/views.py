@@ -1,10 +1,11 @@
-"""Workspace settings for webhooks: endpoints (added by owners), their deliveries and response codes, resending."""
+"""Workspace settings for webhooks: endpoints (added and rotated by owners), their deliveries, resending."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from agent_platform.access import OperatorRequest, current_workspace, is_owner
@@ -24,6 +25,7 @@ def page(
     error: ServiceError | None = None,
     values: QueryDict | None = None,
     new_endpoint: Endpoint | None = None,
+    rotated_endpoint: Endpoint | None = None,
 ) -> HttpResponse:
     endpoints = Endpoint.objects.for_workspace(workspace)
     deliveries = (
@@ -40,6 +42,8 @@ def page(
         "error": error,
         "values": values,
         "new_endpoint": new_endpoint,
+        "rotated_endpoint": rotated_endpoint,
+        "now": timezone.now(),
     }
     response = render(request, "webhooks/settings.html", context, status=error.status if error else 200)
     response["Cache-Control"] = "no-store"
@@ -79,6 +83,19 @@ def endpoint_delete(request: OperatorRequest, endpoint_id: str) -> HttpResponse:
     services.delete_endpoint(endpoint)
     messages.success(request, f"Endpoint {endpoint.url} is removed.")
     return redirect("webhooks:settings")
+
+
+@login_required
+@require_POST
+def endpoint_rotate(request: OperatorRequest, endpoint_id: str) -> HttpResponse:
+    workspace = current_workspace(request)
+    endpoint = Endpoint.objects.for_workspace(workspace).filter(public_id=endpoint_id).first()
+    if endpoint is None:
+        raise Http404("No such endpoint.")
+    if not is_owner(request.user, workspace):
+        raise PermissionDenied("Only a workspace owner rotates webhook secrets.")
+    # The new secret is shown on this response only.
+    return page(request, workspace, rotated_endpoint=services.rotate_secret(endpoint))
 
 
 @login_required

@@ -1,4 +1,4 @@
-"""A webhook receiver in the test, and the verification function docs/webhooks.md gives its readers."""
+"""A webhook receiver in the test, and the verification functions docs/webhooks.md gives its readers."""
 
 import http.server
 import re
@@ -10,12 +10,14 @@ from tests.support.paths import REPO
 DOC = REPO / "docs" / "webhooks.md"
 
 
-def documented_verify():
-    """The `verify` function of docs/webhooks.md, executed as a reader would paste it."""
-    block = re.search(r"```python\n(.*?)```", DOC.read_text(), re.S).group(1)
+def documented_function(name: str):
+    """The function `name` of docs/webhooks.md, from the Python block that defines it, executed as a reader would
+    paste that block."""
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    block = next(block for block in blocks if f"\ndef {name}(" in f"\n{block}")
     namespace: dict = {}
     exec(compile(block, str(DOC), "exec"), namespace)  # noqa: S102  (our own documentation's snippet)
-    return namespace["verify"]
+    return namespace[name]
 
 
 class Receiver:

@@ -20,6 +20,7 @@ from tests.support import live
 from tests.support.clients import ApiClient
 from tests.support.factories import make_run, make_session
 from tests.support.live import emit, signed_in_page
+from webhooks.models import Endpoint, SecretScheme
 
 asgi_server = live.asgi_server
 chromium = live.chromium
@@ -155,6 +156,13 @@ def seed(acme, acme_key: str) -> dict[str, str]:
                 workspace=acme, run=finished, source=source, model=model, input_tokens=210_000 + day * 1000,
                 output_tokens=900, cost_usd=Decimal("0.2150"), created_at=now - timedelta(days=day),
             )  # fmt: skip
+    # Webhook endpoints with a long URL: one on a legacy secret, one within a rotation's grace.
+    Endpoint.objects.create(workspace=acme, url=LONG_URL, events=["run.finished"], secret_scheme=SecretScheme.LEGACY)
+    Endpoint.objects.create(
+        workspace=acme, url="https://hooks.example.com/pilothouse", events=["run.finished", "run.judged", "batch.finished"],
+        retiring_secret="whsec_previous", retiring_secret_scheme=SecretScheme.STANDARD,
+        retiring_until=now + timedelta(hours=3),
+    )  # fmt: skip
     return {
         "run_live": f"/runs/{live.public_id}/",
         "run_finished": f"/runs/{finished.public_id}/",

@@ -1,5 +1,5 @@
-"""Webhooks: signed deliveries to a receiver in the test (500, then a retry by the real worker), the documented
-verification rejecting replays, resending, the settings page, and internal addresses refused before any request."""
+"""Webhooks: Standard Webhooks deliveries to a receiver in the test (500, then a retry by the real worker) verified
+with the standardwebhooks library as documented, resending, the settings page, internal addresses refused."""
 
 import json
 
@@ -9,10 +9,10 @@ from runs.lifecycle import finish, mark_started
 from runs.models import Run
 from tests.support.factories import make_run
 from tests.support.launching import wait_for
-from tests.support.webhooks import Receiver, documented_verify
+from tests.support.webhooks import Receiver, documented_function
 from tests.support.workers import WorkerProcess, worker_environment
-from webhooks import sending
-from webhooks.models import Attempt, Delivery, Endpoint
+from webhooks import sending, signing
+from webhooks.models import Attempt, Delivery, Endpoint, signing_secret
 
 QUEUE = "webhook-tests"
 
@@ -29,7 +29,7 @@ def webhook_worker(request, django_db_setup, django_db_blocker, clean_broker, tm
 
 @pytest.mark.worker
 @pytest.mark.usefixtures("transactional_db")
-def test_a_signed_delivery_answered_500_is_retried_and_a_replay_is_rejectable(
+def test_a_delivery_answered_500_is_retried_with_its_webhook_id_and_verifies_with_standardwebhooks(
     webhook_worker, settings, acme, api, alice_client
 ):
     settings.WEBHOOK_QUEUE = QUEUE
@@ -39,7 +39,7 @@ def test_a_signed_delivery_answered_500_is_retried_and_a_replay_is_rejectable(
         created = api.post("/webhooks/endpoints", {"url": receiver.url, "events": ["run.finished"]})
         assert created.status_code == 201, created.content
         secret = created.json()["secret"]
-        assert secret.startswith("whsec_")
+        assert secret.startswith("whsec_") and created.json()["signature_scheme"] == "standard"
         assert "secret" not in api.get("/webhooks/endpoints").json()["endpoints"][0], "the secret is shown once"
 
         run = make_run(acme, judge_context=["The basket must hold a kettle."], secrets={"PASSWORD": "hunter2-x"})
@@ -49,26 +49,31 @@ def test_a_signed_delivery_answered_500_is_retried_and_a_replay_is_rejectable(
         wait_for(lambda: len(receiver.requests) >= 2, timeout=30, message="the delivery and its retry")
         first, second = receiver.requests[:2]
         assert second["at"] - first["at"] >= 0.9, "the retry waits for its backoff"
-        verify = documented_verify()
-        seen: set = set()
-        for request in (first, second):
-            assert verify(secret, request["headers"], request["body"], seen), "each attempt is correctly signed"
-        assert first["headers"]["Pilothouse-Delivery"] == second["headers"]["Pilothouse-Delivery"]
-        assert first["headers"]["Pilothouse-Event"] == "run.finished"
-
+        verify = documented_function("verify")
         body = json.loads(second["body"])
-        assert body["type"] == "run.finished" and body["id"] == second["headers"]["Pilothouse-Delivery"]
+        for request in (first, second):
+            assert verify(secret, request["headers"], request["body"]) == body, "each attempt verifies"
+        assert first["headers"]["webhook-id"] == second["headers"]["webhook-id"] == body["id"], "the idempotency key"
+        assert first["headers"]["Pilothouse-Event"] == "run.finished"
+        assert "Pilothouse-Signature" not in first["headers"], "a new endpoint's deliveries use Standard Webhooks only"
+
+        assert body["type"] == "run.finished"
         assert body["data"]["run"]["id"] == run.public_id and body["data"]["run"]["status"] == "succeeded"
         assert body["data"]["run"]["data"] == {"items": 1}
         raw = second["body"].decode()
         assert "judge_context" not in raw and "kettle" not in raw and "hunter2" not in raw and "secret" not in raw
 
-        # Replays: the same request again is refused; so is a captured one sent later; and a forged body.
-        assert not verify(secret, second["headers"], second["body"], seen)
-        later = int(second["headers"]["Pilothouse-Timestamp"]) + 600
-        assert not verify(secret, second["headers"], second["body"], set(), now=later)
-        assert not verify(secret, second["headers"], second["body"].replace(b"succeeded", b"failed"), set())
-        assert not verify("whsec_other", second["headers"], second["body"], set())
+        # A tampered body, another secret, a malformed signature and a captured request sent 10 minutes later fail.
+        assert verify(secret, second["headers"], second["body"].replace(b"succeeded", b"failed")) is None
+        assert verify(signing_secret(), second["headers"], second["body"]) is None
+        assert verify(secret, {**second["headers"], "webhook-signature": "v1"}, second["body"]) is None
+        captured_at = int(second["headers"]["webhook-timestamp"]) - 600
+        captured = {
+            "webhook-id": body["id"],
+            "webhook-timestamp": str(captured_at),
+            "webhook-signature": signing.standard_signature(secret, body["id"], captured_at, second["body"]),
+        }
+        assert verify(secret, captured, second["body"]) is None
 
         delivery = wait_for(
             lambda: Delivery.objects.filter(status=Delivery.Status.DELIVERED).first(), message="delivered"
@@ -85,9 +90,9 @@ def test_a_signed_delivery_answered_500_is_retried_and_a_replay_is_rejectable(
         assert resent.status_code == 202 and resent.json()["resend_of"] == delivery.public_id
         wait_for(lambda: len(receiver.requests) >= 3, timeout=30, message="the resent delivery")
         third = receiver.requests[2]
-        assert verify(secret, third["headers"], third["body"], seen)
-        assert json.loads(third["body"])["id"] == resent.json()["id"] != delivery.public_id
-        assert json.loads(third["body"])["data"] == body["data"]
+        resent_body = verify(secret, third["headers"], third["body"])
+        assert resent_body["id"] == third["headers"]["webhook-id"] == resent.json()["id"] != delivery.public_id
+        assert resent_body["data"] == body["data"]
     finally:
         receiver.close()
 
