@@ -29,6 +29,7 @@ Found = TypeVar("Found", bound=Model)
 Paged = TypeVar("Paged", Run, Session)
 
 PUBLIC_ID = re.compile(r"^[a-z]{2,8}_[0-9a-z]{1,40}$")
+UUID_ID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 PAGE_DEFAULT = 20
 PAGE_MAX = 100
 EVENTS_DEFAULT = 100
@@ -221,8 +222,12 @@ def runs_of(request: ApiRequest) -> QuerySet[Run]:
 
 
 def find(queryset: QuerySet[Found], public_id: str, what: str) -> Found:
-    """The workspace's object with this id; any other id (malformed, unknown, another workspace's) is not_found."""
-    found = queryset.filter(public_id=public_id).first() if PUBLIC_ID.match(public_id) else None
+    """The workspace's object with this id (or the UUID the v4 API gives it); any other id (malformed, unknown,
+    another workspace's) is not_found."""
+    if PUBLIC_ID.match(public_id):
+        found = queryset.filter(public_id=public_id).first()
+    else:
+        found = queryset.filter(uuid=public_id).first() if UUID_ID.match(public_id) else None
     if found is None:
         raise NotFound(f"No {what} '{public_id[:60]}' in this workspace.")
     return found
