@@ -301,7 +301,7 @@ def refuse_missing(body: RunCreateIn) -> None:
         (settings is not None and settings.profileId is not None, "browser profiles (browserSettings.profileId)"),
         (settings is not None and settings.proxyCountryCode is not None, "proxies (browserSettings.proxyCountryCode)"),
         (settings is not None and settings.customProxy is not None, "proxies (browserSettings.customProxy)"),
-        (settings is not None and bool(settings.extensionIds), "extensions (browserSettings.extensionIds)"),
+        (settings is not None and bool(settings.extensionIds), "browser extensions (browserSettings.extensionIds)"),
         (settings is not None and bool(settings.record), "recordings (browserSettings.record)"),
         (settings is not None and bool(settings.allowResizing), "resizing over CDP (browserSettings.allowResizing)"),
     ]
@@ -364,12 +364,20 @@ def secret_bindings(body: RunCreateIn) -> tuple[dict[str, str], dict[str, list[s
     return secrets, domains
 
 
+def v4_budget(value: object, request: ApiRequest) -> Decimal:
+    """A maxCostUsd in dollars (a number or a decimal string), refused under its v4 name."""
+    try:
+        return clean_max_cost_usd(value, request.workspace)
+    except InvalidRequest as error:
+        raise mapping.v4_refusal(error) from None
+
+
 @api.post("/runs", response={202: RunCreateOut, **ERRORS}, tags=["runs"], summary="Create a run")
 def create_run(request: ApiRequest, body: RunCreateIn) -> Status[dict[str, Any]]:
     refuse_missing(body)
     params = launch_params(body)
     secrets, domains = secret_bindings(body)
-    budget = clean_max_cost_usd(body.maxCostUsd, request.workspace) if body.maxCostUsd is not None else None
+    budget = v4_budget(body.maxCostUsd, request) if body.maxCostUsd is not None else None
     session_id: str | None = None
     if body.sessionId is not None:
         session_id = lookup(Session.objects.for_workspace(request.workspace), body.sessionId, "Session").public_id
@@ -605,10 +613,7 @@ def session_cost(request: ApiRequest, session_id: str) -> dict[str, Any]:
 def session_cost_cap(request: ApiRequest, session_id: str, body: CostCapIn) -> dict[str, Any]:
     """The session's budget: what its runs together may cost, spending so far included."""
     session = lookup(Session.objects.for_workspace(request.workspace), session_id, "Session")
-    try:
-        budget: Decimal = clean_max_cost_usd(body.maxCostUsd, request.workspace)
-    except InvalidRequest as error:
-        raise mapping.v4_refusal(error) from None
+    budget = v4_budget(body.maxCostUsd, request)
     session.max_cost_usd = budget
     session.save(update_fields=["max_cost_usd", "updated_at"])
     return {"sessionId": session.uuid, "maxCostUsd": mapping.dollars(budget)}
