@@ -21,7 +21,7 @@ from agent_platform.errors import InvalidRequest, NotFound
 from .judging.models import latest_judge_verdict
 from .launch import launch_run
 from .lifecycle import request_cancel
-from .models import Event, Run, Session
+from .models import UUID_ID, Event, Run, Session
 
 router = Router()
 
@@ -29,7 +29,6 @@ Found = TypeVar("Found", bound=Model)
 Paged = TypeVar("Paged", Run, Session)
 
 PUBLIC_ID = re.compile(r"^[a-z]{2,8}_[0-9a-z]{1,40}$")
-UUID_ID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 PAGE_DEFAULT = 20
 PAGE_MAX = 100
 EVENTS_DEFAULT = 100

@@ -1,5 +1,6 @@
 """Sessions, runs and the append-only event record of everything that happened in a run."""
 
+import re
 from decimal import Decimal
 from typing import Any
 from uuid import uuid4
@@ -12,6 +13,9 @@ from django.utils import timezone
 from agent_platform import ids
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
+
+# A UUID as an id in a path or query: the v4 API's ids, which v1 and the pages accept beside run_…/sess_….
+UUID_ID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
 class SessionQuerySet(models.QuerySet["Session"]):

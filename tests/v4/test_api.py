@@ -262,3 +262,10 @@ def test_a_refusal_without_a_v4_name_is_kept_as_it_is():
     assert v4_refusal(kept) is kept
     renamed = v4_refusal(InvalidRequest.of_field("judge_context[0]", "is too long"))
     assert (renamed.message, renamed.field) == ("judge.context[0]: is too long", "judge.context[0]")
+
+
+def test_the_run_and_session_pages_open_by_uuid_too(alice_client, acme, charlie_client):
+    run = make_run(acme)
+    assert alice_client.get(f"/runs/{run.uuid}/").status_code == 200
+    assert alice_client.get(f"/sessions/{run.session.uuid}/").status_code == 200
+    assert charlie_client.get(f"/runs/{run.uuid}/").status_code == 404
