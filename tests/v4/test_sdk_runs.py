@@ -67,7 +67,14 @@ def test_the_documented_script_runs_unchanged_and_its_run_is_the_same_in_v1(asgi
     real = [event.id for event in page.events if event.type != "browser.ready"]
     assert real == list(range(1, len(real) + 1)) and page.next_after == real[-1]
 
-    # The same run, the same numbers, through /api/v1 by either id.
+    # The judge reads the run after it ends: wait for its verdict (after the terminal event, which would otherwise end
+    # the SDK's wait), then the same run, the same numbers, through /api/v1 by either id.
+    client = sdk(asgi_server, acme_key)
+    completed = next(event.id for event in page.events if event.type == "run.completed")
+    judged = client.runs.wait_for_event(run.id, "run.judged", after=completed, interval=0.1, timeout=60)
+    assert judged.data["verdict"] == "pass"
+    run = client.runs.get(run.id)
+    assert run.judgement["verdict"] == "pass"
     row = Run.objects.get(uuid=run.id)
     v1 = ApiClient(acme_key).get(f"/runs/{row.public_id}").json()
     assert ApiClient(acme_key).get(f"/runs/{run.id}").json()["id"] == row.public_id
