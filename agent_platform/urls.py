@@ -1,4 +1,5 @@
-"""Root URLs: the operator UI, the API under /api/v1, the admin and sign-in (the demo site has its own server)."""
+"""Root URLs: the operator UI, the API under /api/v1, Browser Use's v4 API under /api/v4, the admin and sign-in (the
+demo site has its own server)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -13,6 +14,7 @@ urlpatterns = [
     path("", include("evals.urls")),
     path("", include("webhooks.urls")),
     path("api/v1/", api.urls),
+    path("", include("browser_use_v4.urls")),
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -21,7 +21,7 @@ from agent_platform.errors import InvalidRequest, NotFound
 from .judging.models import latest_judge_verdict
 from .launch import launch_run
 from .lifecycle import request_cancel
-from .models import Event, Run, Session
+from .models import UUID_ID, Event, Run, Session
 
 router = Router()
 
@@ -221,8 +221,12 @@ def runs_of(request: ApiRequest) -> QuerySet[Run]:
 
 
 def find(queryset: QuerySet[Found], public_id: str, what: str) -> Found:
-    """The workspace's object with this id; any other id (malformed, unknown, another workspace's) is not_found."""
-    found = queryset.filter(public_id=public_id).first() if PUBLIC_ID.match(public_id) else None
+    """The workspace's object with this id (or the UUID the v4 API gives it); any other id (malformed, unknown,
+    another workspace's) is not_found."""
+    if PUBLIC_ID.match(public_id):
+        found = queryset.filter(public_id=public_id).first()
+    else:
+        found = queryset.filter(uuid=public_id).first() if UUID_ID.match(public_id) else None
     if found is None:
         raise NotFound(f"No {what} '{public_id[:60]}' in this workspace.")
     return found

@@ -1,7 +1,9 @@
 """Sessions, runs and the append-only event record of everything that happened in a run."""
 
+import re
 from decimal import Decimal
 from typing import Any
+from uuid import uuid4
 
 from django.conf import settings
 from django.db import models
@@ -11,6 +13,9 @@ from django.utils import timezone
 from agent_platform import ids
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
+
+# A UUID as an id in a path or query: the v4 API's ids, which v1 and the pages accept beside run_…/sess_….
+UUID_ID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
 class SessionQuerySet(models.QuerySet["Session"]):
@@ -22,8 +27,14 @@ class Session(models.Model):
     """A browser session: its output schema and its browser state (cookies, storage) carry over to follow-up runs."""
 
     public_id = models.CharField(max_length=40, unique=True, default=ids.session_id, editable=False)
+    # The id the Browser Use v4 API knows the session by (its ids are UUIDs); v1 and the pages accept it too.
+    uuid = models.UUIDField(unique=True, default=uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
     output_schema = models.JSONField(null=True, blank=True)
+    # A name of the operator's choosing (v4's session title); empty when none was given.
+    title = models.CharField(max_length=255, blank=True)
+    # The most the session's runs together may cost (v4's maxCostUsd); null: no session budget, only each run's cap.
+    max_cost_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     browser_state = models.JSONField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
@@ -73,6 +84,8 @@ class Run(models.Model):
     TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
     public_id = models.CharField(max_length=40, unique=True, default=ids.run_id, editable=False)
+    # The id the Browser Use v4 API knows the run by; v1 and the pages accept it too.
+    uuid = models.UUIDField(unique=True, default=uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="runs")
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -94,6 +107,9 @@ class Run(models.Model):
     judge_context = models.JSONField(default=list, blank=True)
     allowed_domains = models.JSONField(default=list, blank=True)
     allow_javascript = models.BooleanField(default=False)
+    # The browser's viewport for this run (v4's browserSettings screen size); null: the BROWSER_VIEWPORT_* settings.
+    viewport_width = models.PositiveIntegerField(null=True, blank=True)
+    viewport_height = models.PositiveIntegerField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # The most the run's model requests may cost; the launch fills it from the workspace's default. Null: no cap
     # (runs launched before caps existed).
@@ -101,6 +117,9 @@ class Run(models.Model):
     # Per-run secrets {NAME: value}: typed into pages for the agent, masked in every event, never serialized, and
     # cleared when the run ends (runs.secrets).
     secrets = models.JSONField(default=dict, blank=True, editable=False)
+    # {NAME: [host, ...]}: the hosts (and their subdomains) a secret may be typed into; a secret not named here may be
+    # typed anywhere the run may browse. Not secret, so not sealed.
+    secret_domains = models.JSONField(default=dict, blank=True)
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     success = models.BooleanField(null=True, blank=True)

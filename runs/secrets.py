@@ -2,6 +2,7 @@
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 SECRETS_MAX = 20
 SECRET_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
@@ -12,6 +13,10 @@ PLACEHOLDER = re.compile(r"\{\{secret:([A-Za-z0-9_]+)\}\}")
 
 class UnknownSecret(ValueError):
     """A placeholder names a secret the run does not have."""
+
+
+class SecretRefusedHere(ValueError):
+    """A placeholder names a secret that may not be typed on the page's host (its allowed domains do not cover it)."""
 
 
 def placeholder(name: str) -> str:
@@ -36,14 +41,31 @@ def secrets_problem(secrets: Any) -> tuple[str, str] | None:
     return None
 
 
-def substitute(text: str, secrets: dict[str, str]) -> str:
-    """The text with each placeholder replaced by its value, for typing into the page; never shown to anyone."""
+def host_covered(host: str, domains: list[str]) -> bool:
+    """Whether `host` is one of `domains` or a subdomain of one."""
+    host = host.lower().rstrip(".")
+    return bool(host) and any(host == domain or host.endswith("." + domain) for domain in domains)
+
+
+def substitute(
+    text: str, secrets: dict[str, str], *, url: str = "", domains: dict[str, list[str]] | None = None
+) -> str:
+    """The text with each placeholder replaced by its value, for typing into the page at `url`; never shown to
+    anyone. A secret with allowed domains (`domains[NAME]`) is typed only on a page of one of them."""
 
     def value(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in secrets:
             known = ", ".join(placeholder(known) for known in sorted(secrets)) or "none"
             raise UnknownSecret(f"This run has no secret named {name}; its secrets are: {known}.")
+        allowed = (domains or {}).get(name)
+        if allowed is not None:
+            host = urlsplit(url).hostname or ""
+            if not host_covered(host, allowed):
+                raise SecretRefusedHere(
+                    f"The secret {placeholder(name)} may be typed only on {', '.join(allowed)} (and their "
+                    f"subdomains); this page is on {host or 'no host'}, so nothing was typed."
+                )
         return secrets[name]
 
     return PLACEHOLDER.sub(value, text)

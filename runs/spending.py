@@ -14,7 +14,7 @@ from django.utils import timezone
 from agent_platform.billing import charge
 from agent_platform.lib.request_size import size_of
 from agent_platform.models import ModelRequest, Workspace
-from runs.models import Run
+from runs.models import Run, Session
 from runs.usage import read_usage
 
 # Until a request has told us its output, one is assumed to write this many tokens.
@@ -23,7 +23,8 @@ ASSUMED_OUTPUT_TOKENS = 1_000
 
 @dataclass(frozen=True)
 class Headroom:
-    """Dollars left before the nearest cap, and which cap that is ("run" or "monthly"); None: no cap applies."""
+    """Dollars left before the nearest cap, and which cap that is ("run", "session" or "monthly"); None: no cap
+    applies."""
 
     left: Decimal | None
     cap: str = ""
@@ -37,13 +38,16 @@ class Headroom:
         limit = format(self.limit.normalize(), "f") if self.limit is not None else "?"
         if self.cap == "monthly":
             return f"the workspace's monthly cost cap of ${limit} (${self.spent:.4f} spent this month)"
+        if self.cap == "session":
+            return f"this session's budget of ${limit} (${self.spent:.4f} spent by its runs)"
         return f"this run's cost cap of ${limit} (${self.spent:.4f} spent)"
 
 
 def headroom(run: Run, now: datetime | None = None) -> Headroom:
-    """What `run` may still spend: the lesser of its own cap's rest and the workspace's monthly cap's rest, read
-    from the database (the run's totals are updated as each request is recorded). No cap applies to a process whose
-    model is the scripted demo model, and its requests never count toward the workspace's month."""
+    """What `run` may still spend: the least of its own cap's rest, its session's budget's rest (what the session's
+    runs together may cost) and the workspace's monthly cap's rest, read from the database (the run's totals are
+    updated as each request is recorded). No cap applies to a process whose model is the scripted demo model, and
+    its requests never count toward the workspace's month."""
     if settings.SCRIPTED_MODEL:
         return Headroom(None)  # the scripted demo model bills nothing, so no cap can be crossed
     now = now or timezone.now()
@@ -51,6 +55,11 @@ def headroom(run: Run, now: datetime | None = None) -> Headroom:
     options: list[Headroom] = []
     if cap is not None:
         options.append(Headroom(cap - spent, "run", cap, spent))
+    budget = Session.objects.filter(pk=run.session_id).values_list("max_cost_usd", flat=True).get()
+    if budget is not None:
+        session_spent = Run.objects.filter(session_id=run.session_id).aggregate(total=Sum("cost_usd"))["total"]
+        session_spent = session_spent or Decimal(0)
+        options.append(Headroom(budget - session_spent, "session", budget, session_spent))
     monthly = Workspace.objects.filter(pk=run.workspace_id).values_list("monthly_cost_cap_usd", flat=True).get()
     if monthly is not None:
         # The calendar month in UTC, as billing reports it.

@@ -39,7 +39,7 @@ from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
 from .lifecycle import request_cancel
-from .models import Event, Run, Session
+from .models import UUID_ID, Event, Run, Session
 from .screenshots import content_type, storage_path
 
 
@@ -82,12 +82,17 @@ def demo_tasks(request: HttpRequest) -> list[dict[str, Any]]:
 def run_for_user(user: AbstractBaseUser | AnonymousUser, run_id: str) -> Run:
     """A run of one of the user's workspaces, else 404: another workspace's run is never revealed to exist."""
     return get_object_or_404(
-        Run.objects.select_related("session", "workspace"), public_id=run_id, workspace__in=workspaces_of(user)
+        Run.objects.select_related("session", "workspace"), **id_lookup(run_id), workspace__in=workspaces_of(user)
     )
 
 
 def session_for_user(user: AbstractBaseUser | AnonymousUser, session_id: str) -> Session:
-    return get_object_or_404(Session, public_id=session_id, workspace__in=workspaces_of(user))
+    return get_object_or_404(Session, **id_lookup(session_id), workspace__in=workspaces_of(user))
+
+
+def id_lookup(value: str) -> dict[str, str]:
+    """How to find a run or session by the id in a page's URL: its run_…/sess_… id, or the UUID v4 gives it."""
+    return {"uuid": value} if UUID_ID.match(value) else {"public_id": value}
 
 
 def with_judge_verdict(runs: QuerySet[Run]) -> "QuerySet[ListRun]":

@@ -254,7 +254,10 @@ class AgentLoop:
             context = await host.new_context(
                 storage_state=storage_state,
                 network_guard=guard,
-                viewport=(settings.BROWSER_VIEWPORT_WIDTH, settings.BROWSER_VIEWPORT_HEIGHT),
+                viewport=(
+                    run.viewport_width or settings.BROWSER_VIEWPORT_WIDTH,
+                    run.viewport_height or settings.BROWSER_VIEWPORT_HEIGHT,
+                ),
             )
             toolset = PlaywrightBrowserToolset(
                 context=context,
@@ -262,6 +265,7 @@ class AgentLoop:
                 network_guard=guard,
                 allow_javascript=run.allow_javascript,
                 secrets=run.secrets,
+                secret_domains=run.secret_domains,
             )
             await toolset.install_guard()
             return toolset

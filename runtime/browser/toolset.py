@@ -57,7 +57,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from agent_platform.lib.text import bounded, first_line
 from agent_platform.netpolicy import BlockedRequest, normalize_url
-from runs.secrets import UnknownSecret, substitute
+from runs.secrets import SecretRefusedHere, UnknownSecret, substitute
 from runtime.browser.egress_proxy import REFUSED_HEADER
 from runtime.browser.navigation import LOAD_GRACE_MS, SCROLL_AT_POINT, NavigationWatch, settled
 from runtime.browser.network_guard import NetworkGuard
@@ -126,6 +126,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         network_guard: NetworkGuard | None = None,
         allow_javascript: bool = False,
         secrets: dict[str, str] | None = None,
+        secret_domains: dict[str, list[str]] | None = None,
     ) -> None:
         configs: dict[str, Any] = {"javascript_exec": {"enabled": bool(allow_javascript)}}
         kwargs: dict[str, Any] = {"configs": configs}
@@ -139,6 +140,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self.on_screenshot = on_screenshot
         self.network_guard = network_guard
         self.secrets = dict(secrets or {})
+        self.secret_domains = dict(secret_domains or {})
         self.last_screenshot_url: str | None = None
         self._tabs: dict[str, Page] = {}
         self._watches: dict[Page, NavigationWatch] = {}
@@ -517,14 +519,15 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     async def type(self, context: BetaToolsetCallContext, input: BetaBrowserTypeInput) -> str | None:
         page = await self._page(input.tab_id)
-        await page.keyboard.type(self._with_secrets(input.text))
+        await page.keyboard.type(self._with_secrets(input.text, page.url))
         return None
 
-    def _with_secrets(self, text: str) -> str:
-        """What to type for text the agent wrote: its {{secret:NAME}} placeholders replaced by the run's values."""
+    def _with_secrets(self, text: str, url: str) -> str:
+        """What to type for text the agent wrote into the page at `url`: its {{secret:NAME}} placeholders replaced
+        by the run's values, each only on a page of the domains it is allowed on."""
         try:
-            return substitute(text, self.secrets)
-        except UnknownSecret as error:
+            return substitute(text, self.secrets, url=url, domains=self.secret_domains)
+        except (UnknownSecret, SecretRefusedHere) as error:
             raise ToolError(str(error)) from None
 
     async def key(self, context: BetaToolsetCallContext, input: BetaBrowserKeyInput) -> str | None:
@@ -552,7 +555,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             except PlaywrightError:
                 await locator.select_option(label=text)
         else:
-            await locator.fill(self._with_secrets(value_text(value)))
+            await locator.fill(self._with_secrets(value_text(value), page.url))
         return None
 
     async def scroll(self, context: BetaToolsetCallContext, input: BetaBrowserScrollInput) -> str | None:
