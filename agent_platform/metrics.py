@@ -7,22 +7,26 @@ workspace never becomes a label (nor anything a user typed), so neither a secret
 
 from __future__ import annotations
 
+import copy
 import hmac
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Sum
+from django.utils import timezone
 from django.utils.module_loading import import_string
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, ThreadingWSGIServer
 
-from .models import ModelRequest
+from .models import ModelRequest, ModelRequestQuerySet
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +70,61 @@ DATABASE_COLLECTORS = (
 CACHE_KEY = "metrics:database-families"
 
 
+# Model requests are append-only and the biggest table (about ten rows a run), so their totals are kept, not
+# recomputed: rows older than SETTLED_AFTER (committed long since: a turn's lane commits its row within seconds) are
+# folded once into totals kept in the shared cache; each scrape adds only the rows since then, through the index on
+# created_at. A deleted row stays counted (a counter never goes down) until the kept totals are lost and recomputed.
+SETTLED_AFTER = timedelta(minutes=5)
+SETTLED_KEY = "metrics:model-requests-settled"
+SETTLED_TTL_SECONDS = 24 * 3600
+Totals = dict[tuple[str, str], list[Decimal]]  # (model, source) -> requests, cost, input, output, cache read, write
+
+
+def _request_totals(rows: ModelRequestQuerySet, into: Totals) -> Totals:
+    """Add the rows' sums by model and source to `into` (one grouped query)."""
+    grouped = (
+        rows.order_by()
+        .values_list("model", "source")
+        .annotate(
+            Count("id"),
+            Sum("cost_usd"),
+            Sum("input_tokens"),
+            Sum("output_tokens"),
+            Sum("cache_read_input_tokens"),
+            Sum("cache_creation_input_tokens"),
+        )
+    )
+    for model, source, *sums in grouped:
+        kept = into.setdefault((model, source), [Decimal(0)] * 6)
+        for index, value in enumerate(sums):
+            kept[index] += Decimal(value or 0)
+    return into
+
+
+def _settled_totals(until: datetime) -> Totals:
+    """The totals of the rows created before `until`: the kept ones, brought forward by the rows since they were
+    kept; or, when none are kept (first scrape, cache lost), every row once."""
+    try:
+        kept = cache.get(SETTLED_KEY)
+    except Exception:
+        kept = None
+    if kept is not None and kept["until"] <= until:
+        later = ModelRequest.objects.filter(created_at__gte=kept["until"], created_at__lt=until)
+        totals = _request_totals(later, kept["totals"])
+    else:
+        totals = _request_totals(ModelRequest.objects.filter(created_at__lt=until), {})
+    try:
+        cache.set(SETTLED_KEY, {"until": until, "totals": totals}, timeout=SETTLED_TTL_SECONDS)
+    except Exception:
+        log.info("metrics: the settled request totals were not kept", exc_info=True)
+    return totals
+
+
 def model_request_families() -> Iterator[Metric]:
-    """Tokens, cost and requests by model and source, summed over every ModelRequest row (one grouped query)."""
+    """Tokens, cost and requests by model and source over every ModelRequest row: the settled totals, and the
+    recent rows read now."""
+    until = timezone.now() - SETTLED_AFTER
+    totals = _request_totals(ModelRequest.objects.filter(created_at__gte=until), copy.deepcopy(_settled_totals(until)))
     labels = ["model", "source"]
     requests = CounterMetricFamily(
         "pilothouse_model_requests", "Messages API calls recorded, by model and source.", labels=labels
@@ -84,23 +141,11 @@ def model_request_families() -> Iterator[Metric]:
             ("cache_write", "Prompt-cache write tokens billed"),
         )
     ]
-    rows = (
-        ModelRequest.objects.order_by()
-        .values_list("model", "source")
-        .annotate(
-            Count("id"),
-            Sum("cost_usd"),
-            Sum("input_tokens"),
-            Sum("output_tokens"),
-            Sum("cache_read_input_tokens"),
-            Sum("cache_creation_input_tokens"),
-        )
-    )
-    for model, source, count, dollars, *sums in rows:
-        requests.add_metric([model, source], count)
-        cost.add_metric([model, source], float(dollars or 0))
+    for (model, source), (count, dollars, *sums) in sorted(totals.items()):
+        requests.add_metric([model, source], float(count))
+        cost.add_metric([model, source], float(dollars))
         for family, total in zip(tokens, sums, strict=True):
-            family.add_metric([model, source], total or 0)
+            family.add_metric([model, source], float(total))
     yield from (requests, cost, *tokens)
 
 

@@ -3,16 +3,20 @@ live viewers, the settings checks, and the Grafana dashboard naming only metrics
 
 import json
 import re
+from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from channels.db import database_sync_to_async
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.core.cache import cache
+from django.utils import timezone
 from prometheus_client import REGISTRY
 
 from agent_platform import metrics
 from agent_platform.checks import check_metrics
+from agent_platform.models import ModelRequest
 from runs.models import Run
 from runs.routing import websocket_urlpatterns
 from tests.support.factories import make_run
@@ -89,6 +93,47 @@ def test_webhook_deliveries_are_counted_by_outcome(metrics_url, acme):
     assert scraped.value("pilothouse_webhook_deliveries_total", outcome="delivered") == 2
     assert scraped.value("pilothouse_webhook_deliveries_total", outcome="failed") == 1
     assert scraped.value("pilothouse_webhook_deliveries_pending") == 1
+
+
+def request_row(workspace, *, age: timedelta, model: str = "claude-sonnet-5-5", source: str = "agent") -> ModelRequest:
+    return ModelRequest.objects.create(
+        workspace=workspace,
+        source=source,
+        model=model,
+        input_tokens=1000,
+        output_tokens=100,
+        cache_read_input_tokens=10,
+        cache_creation_input_tokens=1,
+        cost_usd=Decimal("0.25"),
+        created_at=timezone.now() - age,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_model_requests_are_summed_by_model_and_source_from_kept_totals(metrics_url, acme):
+    cache.delete(metrics.SETTLED_KEY)
+    settled = request_row(acme, age=timedelta(hours=1))
+    request_row(acme, age=timedelta(0))
+    request_row(acme, age=timedelta(0), source="judge", model="claude-haiku-5-5")
+    agent = {"model": "claude-sonnet-5-5", "source": "agent"}
+
+    first = scrape(metrics_url)
+    settled.delete()  # a kept row stays counted: the counter never goes down
+    request_row(acme, age=timedelta(seconds=1))
+    second = scrape(metrics_url)
+    cache.delete(metrics.SETTLED_KEY)
+    recomputed = scrape(metrics_url)
+
+    assert first.value("pilothouse_model_requests_total", **agent) == 2
+    assert first.value("pilothouse_model_cost_usd_total", **agent) == 0.5
+    assert first.value("pilothouse_model_input_tokens_total", **agent) == 2000
+    assert first.value("pilothouse_model_output_tokens_total", **agent) == 200
+    assert first.value("pilothouse_model_cache_read_tokens_total", **agent) == 20
+    assert first.value("pilothouse_model_cache_write_tokens_total", **agent) == 2
+    assert first.value("pilothouse_model_requests_total", model="claude-haiku-5-5", source="judge") == 1
+    assert second.value("pilothouse_model_requests_total", **agent) == 3
+    assert recomputed.value("pilothouse_model_requests_total", **agent) == 2
+    cache.delete(metrics.SETTLED_KEY)
 
 
 @pytest.mark.django_db(transaction=True)
