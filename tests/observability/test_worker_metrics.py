@@ -106,10 +106,12 @@ def test_a_worker_starts_one_endpoint_and_survives_a_taken_port(settings, monkey
     monkeypatch.setattr(metrics, "_endpoint", None)
     settings.METRICS_TOKEN = METRICS_TOKEN
     settings.WORKER_METRICS_ADDRESS = "127.0.0.1"
-    settings.WORKER_METRICS_PORT = free_port()
+    settings.WORKER_METRICS_PORT = port = free_port()
     server = metrics.start_worker_endpoint()
     try:
         assert server is not None
+        assert "pilothouse_step_duration_seconds" in scrape(f"http://127.0.0.1:{port}/metrics").families
+        assert fetch(f"http://127.0.0.1:{port}/metrics", token="another")[0] == 403
         assert metrics.start_worker_endpoint() is server  # once per process
         monkeypatch.setattr(metrics, "_endpoint", None)
         assert metrics.start_worker_endpoint() is None  # the port is taken (by the first): logged, not fatal
