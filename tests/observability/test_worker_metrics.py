@@ -33,12 +33,16 @@ def metrics_worker(django_db_setup, django_db_blocker, clean_broker, messages_st
                 "METRICS_TOKEN": METRICS_TOKEN,
                 "WORKER_METRICS_PORT": str(port),
                 "WORKER_METRICS_ADDRESS": "127.0.0.1",
-                "MODEL_MAX_RETRIES": "0",
+                "MODEL_MAX_RETRIES": "2",
                 "MEDIA_ROOT": str(tmp_path_factory.mktemp("metrics-media")),
             }
         )
     worker = WorkerProcess(env, tmp_path_factory.mktemp("metrics-worker") / "worker.log", queues=METRICS_QUEUE)
-    worker.start()
+    try:
+        worker.start()
+    except BaseException:
+        worker.stop()  # a worker slow to get ready must not outlive the session and take a later session's runs
+        raise
     worker.metrics_url = f"http://127.0.0.1:{port}/metrics"
     # the endpoint starts as the worker becomes ready: wait until it answers
     wait_for(lambda: fetch(worker.metrics_url)[0] == 200, message="the worker's metrics endpoint")
@@ -64,7 +68,7 @@ def test_a_finished_run_is_counted_on_the_web_and_its_work_on_the_worker(
 
     messages_stub.agent(first_turn, done(True, "Counted."))
     run = finished(launch(acme, queue=METRICS_QUEUE, start_url=f"{site}/runtime_shop.html"))
-    assert run.status == Run.Status.SUCCEEDED
+    assert run.status == Run.Status.SUCCEEDED, f"{run.error_code}: {run.error_message}"
 
     web = scrape(web_url)
     finished_ok = {"status": "succeeded", "error_code": ""}
