@@ -2,7 +2,7 @@
 
 settings.py refuses a value that is malformed by itself (not an integer, below its minimum); these checks see what
 needs another setting or another module's knowledge: the browser's allow-list syntax, the broker's visibility
-timeout (a run's limits are checked by runs.checks, beside the launch that sets them). Each says what is wrong and how to put it right; `manage.py check` runs them, and so
+timeout, the metrics token (a run's limits are checked by runs.checks, beside the launch that sets them). Each says what is wrong and how to put it right; `manage.py check` runs them, and so
 does every management command and server start.
 """
 
@@ -150,6 +150,35 @@ def check_webhook_retries(app_configs: Sequence[AppConfig] | None = None, **kwar
                 f"retry's wait ({first_wait} s): a failed delivery is never retried.",
                 hint="Raise WEBHOOK_RETRY_WINDOW_SECONDS (default 24 hours).",
                 id="pilothouse.W004",
+            )
+        )
+    return problems
+
+
+METRICS_TOKEN_MIN_CHARS = 24
+
+
+@register(Tags.security)
+def check_metrics(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """The metrics token is the only thing between a network and the installation's numbers: long enough to guess
+    never; and a worker port without a token would serve nothing (agent_platform.metrics)."""
+    problems: list[CheckMessage] = []
+    token = settings.METRICS_TOKEN
+    if token and len(token) < METRICS_TOKEN_MIN_CHARS:
+        problems.append(
+            Warning(
+                f"METRICS_TOKEN is {len(token)} characters: shorter than {METRICS_TOKEN_MIN_CHARS}, it can be guessed.",
+                hint='Generate one with `python -c "import secrets; print(secrets.token_urlsafe(32))"`.',
+                id="pilothouse.W030",
+            )
+        )
+    if settings.WORKER_METRICS_PORT and not token:
+        problems.append(
+            Warning(
+                f"WORKER_METRICS_PORT is {settings.WORKER_METRICS_PORT} but METRICS_TOKEN is unset: workers serve no "
+                "metrics without a token.",
+                hint="Set METRICS_TOKEN on the web and worker machines alike, or unset WORKER_METRICS_PORT.",
+                id="pilothouse.W031",
             )
         )
     return problems

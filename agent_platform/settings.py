@@ -309,6 +309,16 @@ WEBHOOK_RETRY_MAX_SECONDS = envint("WEBHOOK_RETRY_MAX_SECONDS", 1800, minimum=1)
 WEBHOOK_RETRY_WINDOW_SECONDS = envint("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600, minimum=1)
 WEBHOOK_TIMEOUT_SECONDS = envint("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
 
+# Prometheus metrics (docs/metrics.md). Without METRICS_TOKEN the web's /metrics answers 404 and no worker serves
+# any; with it, a scrape carries `Authorization: Bearer <token>`. The database's numbers are computed at most once per
+# METRICS_CACHE_SECONDS for the installation (kept in the shared cache); 0 reads the database on every scrape.
+METRICS_TOKEN = envstr("METRICS_TOKEN")
+METRICS_CACHE_SECONDS = envint("METRICS_CACHE_SECONDS", 10, minimum=0, maximum=3600)
+# A worker process serves its own numbers (browser steps, model latency, contexts, egress refusals, queue wait) on
+# this port: one port per worker process on a machine. 0 (the default) serves none.
+WORKER_METRICS_PORT = envint("WORKER_METRICS_PORT", 0, minimum=0, maximum=65535)
+WORKER_METRICS_ADDRESS = envstr("WORKER_METRICS_ADDRESS", "0.0.0.0")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

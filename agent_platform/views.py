@@ -1,16 +1,20 @@
-"""Operator pages of the platform: choosing a workspace, its settings (members, API keys) and its usage."""
+"""Operator pages of the platform: choosing a workspace, its settings (members, API keys) and its usage; and the
+Prometheus scrape endpoint."""
 
 from datetime import date, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
+from prometheus_client import CONTENT_TYPE_LATEST
 
+from . import metrics
 from .access import OperatorRequest, choose_workspace, current_workspace, is_owner
 from .models import ApiKey, Membership, ModelRequest
 from .reports import usage_by, usage_totals
@@ -165,3 +169,19 @@ def usage(request: OperatorRequest) -> HttpResponse:
             "scripted_by_source": usage_by(scripted, "source"),
         },
     )
+
+
+@require_GET
+def metrics_scrape(request: HttpRequest) -> HttpResponse:
+    """`/metrics` for Prometheus: a bearer token (METRICS_TOKEN) instead of a session; no token configured is no
+    endpoint (404), so an installation that never opted in shows nothing of itself."""
+    if not settings.METRICS_TOKEN:
+        raise Http404("metrics are off: set METRICS_TOKEN")
+    status = metrics.authorization_status(request.headers.get("Authorization", ""))
+    if status != 200:
+        refused = HttpResponse(metrics.REFUSALS[status], status=status, content_type="text/plain")
+        refused["WWW-Authenticate"] = "Bearer"
+        return refused
+    response = HttpResponse(metrics.web_exposition(), content_type=CONTENT_TYPE_LATEST)
+    response["Cache-Control"] = "no-store"
+    return response

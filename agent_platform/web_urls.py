@@ -1,4 +1,4 @@
-"""Operator pages of the platform itself: workspace settings (members, API keys) and usage."""
+"""Operator pages of the platform itself: workspace settings (members, API keys) and usage; and /metrics."""
 
 from django.urls import path
 
@@ -12,4 +12,5 @@ urlpatterns = [
     path("settings/keys/", views.api_key_create, name="key_create"),
     path("settings/keys/<str:prefix>/revoke/", views.api_key_revoke, name="key_revoke"),
     path("usage/", views.usage, name="usage"),
+    path("metrics", views.metrics_scrape, name="metrics"),
 ]

@@ -12,6 +12,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.contrib.auth.base_user import AbstractBaseUser
 
+from agent_platform import metrics
 from agent_platform.access import SESSION_KEY
 from agent_platform.models import workspaces_of
 from runs.live import amark_watched, live_group
@@ -201,6 +202,7 @@ class LiveViewConsumer(SignedInConsumer):
             return
         self.public_id = found[1]
         self.group = live_group(self.public_id)
+        metrics.live_viewers.inc()  # before the first await: a disconnect always finds it counted
         await self.channel_layer.group_add(self.group, self.channel_name)
         self.presence = asyncio.ensure_future(self.keep_present())
         await self.send_json({"type": "watching"})
@@ -218,6 +220,7 @@ class LiveViewConsumer(SignedInConsumer):
         if self.presence is not None:
             self.presence.cancel()
         if self.group is not None:
+            metrics.live_viewers.dec()
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:

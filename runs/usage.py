@@ -3,6 +3,7 @@ the run's totals, and the agent.usage event; and a whole agent turn's record (th
 run's signals) in one transaction."""
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from agent_platform import metrics
 from agent_platform.billing import Charge, charge
 from agent_platform.llm import ModelUnavailable, client, describe
 from agent_platform.models import ModelRequest
@@ -179,11 +181,15 @@ def record_model_request(run: Run, *, source: str, model: str, usage: Any) -> Mo
 def create_message(run: Run, *, source: str, record: bool = True, **params: Any) -> BetaMessage:
     """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer, here, or
     by the caller when `record` is false (the agent loop records it with the turn: record_turn)."""
+    started = time.monotonic()
+    requested = str(params.get("model", run.model))
     try:
         message: BetaMessage = client().beta.messages.create(**params)
     except anthropic.APIError as error:
+        metrics.model_request_duration.labels(requested, source, "error").observe(time.monotonic() - started)
         log.warning("model request for %s failed: %s", run.public_id, describe(error))
         raise ModelUnavailable(describe(error)) from error
+    metrics.model_request_duration.labels(requested, source, "ok").observe(time.monotonic() - started)
     model = message.model or params.get("model", run.model)
     if not record:  # the agent loop records its own requests with the turn, off the critical path, compaction too
         return message

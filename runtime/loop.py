@@ -14,6 +14,7 @@ from django.db import connection
 from django.utils import timezone
 from playwright.async_api import Error as PlaywrightError
 
+from agent_platform import metrics
 from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
@@ -330,7 +331,8 @@ class AgentLoop:
         if self.live is not None:
             self.live.note_action(use.name, use.input)  # the live view's cursor mark
         crashed = f"The browser crashed or disconnected during a {use.name} action."
-        block = self.browser(self.toolset.tool_result(use), doing=f"finish a {use.name} action", crashed=crashed)
+        with metrics.step_duration.time():
+            block = self.browser(self.toolset.tool_result(use), doing=f"finish a {use.name} action", crashed=crashed)
         self.final_view_fresh = False
         self.report_blocked()
         # a member reports its failure in its result: with the browser gone, that failure is a crash

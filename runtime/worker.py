@@ -17,6 +17,7 @@ from celery.signals import worker_process_init, worker_process_shutdown, worker_
 from django.conf import settings
 from django.urls import reverse
 
+from agent_platform import metrics
 from agent_platform.llm import client
 from runs import lifecycle
 from runs.events import pusher
@@ -125,8 +126,14 @@ def reap_orphan_browsers(**_signal_kwargs: object) -> None:
         log.warning("could not clean up the browsers of earlier workers", exc_info=True)
 
 
+def serve_metrics(**_signal_kwargs: object) -> None:
+    """This process's metrics on WORKER_METRICS_PORT (agent_platform.metrics), for a scraper on any machine."""
+    metrics.start_worker_endpoint()
+
+
 # The dead workers' browsers go before this worker launches its own.
 worker_ready.connect(reap_orphan_browsers, weak=False)
+worker_ready.connect(serve_metrics, weak=False)
 worker_ready.connect(warm_up_when_ready, weak=False)
 worker_process_init.connect(warm_up, weak=False)
 
@@ -147,6 +154,8 @@ def execute_run(run_id: int, *, worker: str) -> None:
     if not lifecycle.mark_started(run, worker):
         log.info("execute_run: run %s was already claimed or ended", run.public_id)
         return
+    if run.started_at is not None:
+        metrics.queue_wait.observe(max((run.started_at - run.created_at).total_seconds(), 0))
     try:
         run.secrets = unseal(run.secrets)  # in this worker's memory only; the row keeps them sealed
     except SecretsUnavailable as error:

@@ -20,6 +20,7 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 
+from agent_platform import metrics
 from runtime.browser import reaper as browser_reaper
 from runtime.browser.egress_proxy import EgressProxy
 from runtime.browser.network_guard import NetworkGuard
@@ -172,6 +173,8 @@ class BrowserHost:
             if proxy is not None:
                 await proxy.close()
             raise
+        metrics.browser_contexts_open.inc()
+        context.on("close", lambda _context: metrics.browser_contexts_open.dec())
         if proxy is not None:
             context.on("close", lambda _context: asyncio.ensure_future(proxy.close()))
         return context

@@ -11,12 +11,18 @@ from anthropic.tools import ToolError
 from anthropic.tools.browser import BetaURLContext
 from playwright.async_api import BrowserContext, Request, Route, WebSocketRoute
 
+from agent_platform import metrics
 from agent_platform.netpolicy import BlockedRequest, NetworkPolicy, normalize_url
 
 
 class NetworkGuard(NetworkPolicy):
     """The network policy of one run's browser, installed on its BrowserContext (`install`) and asked by the
     toolset before each navigate (`url_policy`); the egress proxy asks it (`destination`) before each connection."""
+
+    def record(self, blocked: BlockedRequest) -> None:
+        """A refusal of the browser's (a route's, a redirect hop's, the egress proxy's), counted for Prometheus."""
+        metrics.egress_refusals.inc()
+        super().record(blocked)
 
     async def redirect_refusal(self, request: Request) -> str | None:
         """Why a redirect hop that led to `request` was not allowed, or None; the first request was routed already."""
@@ -32,6 +38,7 @@ class NetworkGuard(NetworkPolicy):
         """The SDK `url_policy`: refuses a navigate, with the reason, before the driver receives it."""
         refusal = await self.url_refusal(normalize_url(url))
         if refusal is not None:
+            metrics.egress_refusals.inc()
             self._unreported.append(BlockedRequest(url=normalize_url(url), reason=refusal, is_navigation=True))
             raise ToolError(f"Navigation refused by the network policy: {refusal}.")
 
