@@ -204,9 +204,6 @@ def send_message(run: Run, *, source: str, **params: Any) -> Sent:
         span.failed(error)
         log.warning("model request for %s failed: %s", run.public_id, describe(error))
         raise ModelUnavailable(describe(error)) from error
-    except BaseException as error:
-        span.failed(error)
-        raise
     span.answered(message, read_usage(message.usage).counts())
     return Sent(message, span)
 
@@ -216,11 +213,7 @@ def create_message(run: Run, *, source: str, **params: Any) -> BetaMessage:
     sent = send_message(run, source=source, **params)
     message = sent.message
     model = message.model or params.get("model", run.model)
-    try:
-        request = record_model_request(run, source=source, model=model, usage=message.usage)
-    except BaseException as error:
-        sent.span.failed(error)
-        raise
+    request = record_model_request(run, source=source, model=model, usage=message.usage)
     sent.span.billed(request.cost_usd, unpriced=request.unpriced, scripted=request.scripted)
     # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
     # usage.iterations and left out of the top-level usage: each is a request of source compaction.

@@ -6,10 +6,15 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+from asgiref.sync import async_to_sync
+from django.http import HttpResponse
+from django.test import AsyncClient
+from opentelemetry import trace
 
 from agent_platform import telemetry
 from agent_platform.models import ModelRequest
 from runs.models import Run
+from tests.support import demo
 from tests.support import otlp_receiver as otlp
 from tests.support.canaries import dumped
 from tests.support.factories import make_run
@@ -21,6 +26,8 @@ from tests.support.sites import free_port
 from tests.support.workers import WorkerProcess, worker_environment
 
 otlp_receiver = otlp.otlp_receiver
+demo_base_url = demo.demo_base_url
+scripted_model = demo.scripted_model
 
 SERVER, CLIENT = 2, 3  # the protobuf's SpanKind values
 STATUS_ERROR = 2
@@ -229,6 +236,53 @@ def test_a_dead_collector_loses_spans_not_runs(acme, site, messages_stub, dead_c
     )
 
 
+DEMO_QUEUE = "traced-demo-tests"
+
+
+@pytest.fixture
+def traced_demo_worker(
+    django_db_blocker, clean_broker, otlp_receiver, demo_base_url, scripted_model, tmp_path
+) -> Iterator[WorkerProcess]:
+    """A worker as `make run` starts it without a key (the scripted demo model), exporting to the receiver."""
+    with django_db_blocker.unblock():
+        env = demo.demo_worker_environment(
+            demo_base_url,
+            scripted_model,
+            tmp_path,
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp_receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"},
+        )
+    worker = WorkerProcess(env, tmp_path / "worker.log", queues=DEMO_QUEUE).start()
+    yield worker
+    worker.stop()
+
+
+@pytest.mark.worker
+@pytest.mark.browser
+@pytest.mark.usefixtures("transactional_db")
+def test_a_demo_runs_trace_reaches_the_receiver(acme, demo_base_url, otlp_receiver, traced_demo_worker):
+    run = make_run(
+        acme, task="List the products on the first page of the demo shop.", start_url=f"{demo_base_url}demo/"
+    )
+    run = finished(enqueue(run, queue=DEMO_QUEUE))
+    assert run.status == Run.Status.SUCCEEDED, run.error_message
+
+    run_span = otlp_receiver.run_span(run.public_id)
+    spans = otlp_receiver.wait_for_trace(
+        run_span.trace_id,
+        lambda spans: len(named(spans, "chat ")) == run.usage_requests and named(spans, "execute_tool done"),
+        "the demo run's requests and its done",
+    )
+    assert run_span.attributes["pilothouse.run.scripted"] is True
+    assert run_span.attributes["pilothouse.run.status"] == "succeeded"
+    requests = children(spans, run_span, "chat ")
+    assert len(requests) == run.usage_requests > 0
+    assert {(span.attributes["pilothouse.scripted"], span.attributes["pilothouse.cost_usd"]) for span in requests} == {
+        (True, 0.0)
+    }
+    assert all(span.attributes["gen_ai.usage.output_tokens"] > 0 for span in requests)
+    assert children(spans, run_span, "execute_tool")[-1].name == "execute_tool done"
+
+
 def test_without_an_endpoint_nothing_is_traced(monkeypatch):
     for name in telemetry.ENDPOINT_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -247,6 +301,42 @@ def test_a_failed_block_is_an_error_span_named_by_its_type_alone(traced_web):
     [span] = wait_for(lambda: named(traced_web.snapshot(), "failing"), message="the failing span")
     assert span.status_code == STATUS_ERROR
     assert span.attributes == {"pilothouse.run.id": "run_failing", "error.type": "ValueError"}
+
+
+@pytest.mark.usefixtures("transactional_db")
+def test_under_asgi_the_launch_enqueues_its_run_within_the_requests_span(acme_key, traced_web, monkeypatch):
+    """Django runs the (sync) view behind sync_to_async under ASGI: the request's span must still be current when the
+    launch's commit sends the run's message, or the worker's run would start a trace of its own."""
+    from runs import tasks
+
+    sent_within: list[str] = []
+    monkeypatch.setattr(
+        tasks.execute_run,
+        "delay",
+        lambda pk: sent_within.append(format(trace.get_current_span().get_span_context().trace_id, "032x")),
+    )
+    answer = async_to_sync(AsyncClient().post)(
+        "/api/v1/runs",
+        {"task": "List the products.", "start_url": "https://example.com/"},
+        content_type="application/json",
+        headers={"authorization": f"Bearer {acme_key}"},
+    )
+    assert answer.status_code == 201, answer.content
+
+    [launch] = wait_for(lambda: named(traced_web.snapshot(), "POST /api/v1/runs"), message="the launch's span")
+    assert sent_within == [launch.trace_id]
+
+
+def test_a_request_outside_any_route_is_named_by_its_method_and_a_server_error_marks_its_span(traced_web, rf):
+    answer = telemetry.traced_request(lambda request: HttpResponse(status=500))(rf.get(f"/nowhere?ref={QUERY_MARKER}"))
+    assert answer.status_code == 500
+
+    [span] = wait_for(
+        lambda: [span for span in traced_web.snapshot() if span.attributes.get("http.response.status_code") == 500],
+        message="the request's span",
+    )
+    assert (span.name, span.kind, span.status_code) == ("GET", SERVER, STATUS_ERROR)
+    assert span.attributes == {"http.request.method": "GET", "http.response.status_code": 500}
 
 
 def test_the_service_name_variable_names_the_service(otlp_receiver, monkeypatch):
