@@ -14,6 +14,11 @@ from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
+from agent_platform import telemetry  # noqa: E402
+
+# A web process exports its requests' spans when OTEL_EXPORTER_OTLP_ENDPOINT is set (telemetry.traced_request).
+telemetry.configure(telemetry.WEB_SERVICE)
+
 # The wiring names the apps' routes by dotted path, as ROOT_URLCONF and the URLconf's include() name their URLs: the
 # platform package imports no app (agent_platform/ruff.toml).
 websocket_urlpatterns = import_string("runs.routing.websocket_urlpatterns")

@@ -4,6 +4,9 @@ import os
 
 from celery import Celery
 
+# Connects the signals that carry a trace's context in every message this app sends and runs (a no-op untraced).
+from . import telemetry  # noqa: F401
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_platform.settings")
 
 app = Celery("agent_platform")

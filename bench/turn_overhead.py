@@ -104,7 +104,7 @@ def install(profiler: TurnProfiler) -> None:
         # the names the loop looks up at call time (its module globals, the class's methods) are replaced in place
         setattr(owner, name, profiler.wrap(getattr(owner, name), category, starts_turn=starts_turn))
 
-    wrap_in_place(loop, "create_message", "model client", starts_turn=True)
+    wrap_in_place(loop, "send_message", "model client", starts_turn=True)
     wrap_in_place(usage, "record_model_request", "persistence")
     wrap_in_place(record, "record_turn", "persistence")
     wrap_in_place(usage, "emit", "persistence")

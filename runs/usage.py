@@ -1,5 +1,5 @@
-"""A run's Messages API calls and their record: the call (through agent_platform.llm's client), its ModelRequest row,
-the run's totals, and the agent.usage event; and a whole agent turn's record (that request, the turn's events and the
+"""A run's Messages API calls and their record: the call (through agent_platform.llm's client) and its span, its
+ModelRequest row, the run's totals, and the agent.usage event; and a whole agent turn's record (that request, the turn's events and the
 run's signals) in one transaction."""
 
 import logging
@@ -21,6 +21,7 @@ from agent_platform import metrics
 from agent_platform.billing import Charge, charge
 from agent_platform.llm import ModelUnavailable, client, describe
 from agent_platform.models import ModelRequest
+from agent_platform.telemetry import ModelRequestSpan
 
 from .events import emit, emit_many
 from .models import Run
@@ -88,6 +89,7 @@ class Answered:
     model: str
     usage: Any
     at: datetime
+    span: ModelRequestSpan | None = None  # the request's span, ended once it is billed
 
 
 def record_turn(
@@ -112,6 +114,8 @@ def record_turn(
         if answered is not None:
             request, totals, event = _bill(run, answered)
             request.save()
+            if answered.span is not None:
+                answered.span.billed(request.cost_usd, unpriced=request.unpriced, scripted=request.scripted)
             changes.update(totals)
             items.append(("agent.usage", event, answered.at))
         if signals is not None:
@@ -178,22 +182,45 @@ def record_model_request(run: Run, *, source: str, model: str, usage: Any) -> Mo
     return request
 
 
-def create_message(run: Run, *, source: str, record: bool = True, **params: Any) -> BetaMessage:
-    """One Messages API call for `run`; its usage is recorded whatever the caller does with the answer, here, or
-    by the caller when `record` is false (the agent loop records it with the turn: record_turn)."""
+@dataclass(frozen=True)
+class Sent:
+    """A model request answered and not yet billed: the reply, and its span, which ends when the request is billed."""
+
+    message: BetaMessage
+    span: ModelRequestSpan
+
+
+def send_message(run: Run, *, source: str, **params: Any) -> Sent:
+    """One Messages API call for `run`, not recorded: the caller bills it, and so ends its span (the agent loop bills
+    its requests with the turn: record_turn, off the critical path)."""
     started = time.monotonic()
     requested = str(params.get("model", run.model))
+    span = ModelRequestSpan(
+        source=source,
+        model=requested,
+        max_tokens=params.get("max_tokens"),
+        run_id=run.public_id,
+    )
     try:
-        message: BetaMessage = client().beta.messages.create(**params)
+        with span.current():
+            message: BetaMessage = client().beta.messages.create(**params)
     except anthropic.APIError as error:
         metrics.model_request_duration.labels(requested, source, "error").observe(time.monotonic() - started)
+        span.failed(error)
         log.warning("model request for %s failed: %s", run.public_id, describe(error))
         raise ModelUnavailable(describe(error)) from error
     metrics.model_request_duration.labels(requested, source, "ok").observe(time.monotonic() - started)
+    span.answered(message, read_usage(message.usage).counts())
+    return Sent(message, span)
+
+
+def create_message(run: Run, *, source: str, **params: Any) -> BetaMessage:
+    """One Messages API call for `run`, recorded here whatever the caller does with the answer."""
+    sent = send_message(run, source=source, **params)
+    message = sent.message
     model = message.model or params.get("model", run.model)
-    if not record:  # the agent loop records its own requests with the turn, off the critical path, compaction too
-        return message
-    record_model_request(run, source=source, model=model, usage=message.usage)
+    request = record_model_request(run, source=source, model=model, usage=message.usage)
+    sent.span.billed(request.cost_usd, unpriced=request.unpriced, scripted=request.scripted)
     # Server-side compaction summarises the conversation in a sampling step of its own, reported (and billed) in
     # usage.iterations and left out of the top-level usage: each is a request of source compaction.
     for iteration in compaction_iterations(message.usage):

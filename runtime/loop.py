@@ -14,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 from playwright.async_api import Error as PlaywrightError
 
-from agent_platform import metrics
+from agent_platform import metrics, telemetry
 from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
@@ -23,7 +23,7 @@ from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secrets import mask, prompt_section
-from runs.usage import Answered, compaction_iterations, create_message, read_usage
+from runs.usage import Answered, compaction_iterations, read_usage, send_message
 from runtime.browser import live_view, tracing
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
@@ -479,10 +479,11 @@ class AgentLoop:
             ending = self.within_budget()
             if ending is not None:
                 return ending
-            message = create_message(self.run, source="agent", record=False, **params)
+            sent = send_message(self.run, source="agent", **params)
+            message = sent.message
             model, at = message.model or params["model"], timezone.now()
             compactions = [Answered("compaction", model, step, at) for step in compaction_iterations(message.usage)]
-            self.record.reply(Answered("agent", model, message.usage, at), compactions)
+            self.record.reply(Answered("agent", model, message.usage, at, sent.span), compactions)
             self.replies += 1
             self.after_request(message)
             ending = self.on_reply(message)
@@ -610,7 +611,9 @@ class AgentLoop:
         results = []
         for use in uses:
             self.emit_tool_use(use)
-            block = result_block(use, prompts.NOT_EXECUTED_TRUNCATED, is_error=True)
+            with telemetry.tool_call(use.name, use.id, use.toolset_name) as traced:
+                block = result_block(use, prompts.NOT_EXECUTED_TRUNCATED, is_error=True)
+                traced.answered(is_error=True, refused=True)
             self.emit_tool_result(use, block, [], None)
             results.append(block)
         self.add_user([*results, text_block(prompts.truncated_message(limit, self.max_tokens))])
@@ -652,27 +655,33 @@ class AgentLoop:
         calls = ReplyCalls()
         for use in uses:
             self.emit_tool_use(use)
-            screenshot_url = None
-            if calls.accepted is not None:
-                block = result_block(use, prompts.NOT_EXECUTED_AFTER_DONE, is_error=True)
-            elif is_done(use):
-                calls.done_called = True
-                block, calls.accepted = self.check_done(use)
-                self.verdict.call_answered(is_error=calls.accepted is None)
-                if calls.accepted is None:
-                    self.verdict.done_refused(mask(content_text(block["content"]), self.run.secrets))
-            elif replied_in is Phase.VERDICT_TURN:
-                block = result_block(use, prompts.VERDICT_REQUIRED, is_error=True)
-                self.verdict.call_answered(is_error=True)
-            elif is_browser(use):
-                block, screenshot_url = self.run_browser_call(use, calls)
-            elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
-                block = self.extract(use)
-                calls.actions.append((use.name, use.input))
-                self.verdict.call_answered(is_error=bool(block.get("is_error")))
-            else:
-                block = result_block(use, prompts.unknown_tool(use.name), is_error=True)
-                self.verdict.call_answered(is_error=True)
+            with telemetry.tool_call(use.name, use.id, use.toolset_name) as traced:
+                screenshot_url = None
+                refused = True  # unless a branch below runs the call
+                if calls.accepted is not None:
+                    block = result_block(use, prompts.NOT_EXECUTED_AFTER_DONE, is_error=True)
+                elif is_done(use):
+                    refused = False
+                    calls.done_called = True
+                    block, calls.accepted = self.check_done(use)
+                    self.verdict.call_answered(is_error=calls.accepted is None)
+                    if calls.accepted is None:
+                        self.verdict.done_refused(mask(content_text(block["content"]), self.run.secrets))
+                elif replied_in is Phase.VERDICT_TURN:
+                    block = result_block(use, prompts.VERDICT_REQUIRED, is_error=True)
+                    self.verdict.call_answered(is_error=True)
+                elif is_browser(use):
+                    refused = calls.halted
+                    block, screenshot_url = self.run_browser_call(use, calls)
+                elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
+                    refused = False
+                    block = self.extract(use)
+                    calls.actions.append((use.name, use.input))
+                    self.verdict.call_answered(is_error=bool(block.get("is_error")))
+                else:
+                    block = result_block(use, prompts.unknown_tool(use.name), is_error=True)
+                    self.verdict.call_answered(is_error=True)
+                traced.answered(is_error=bool(block.get("is_error")), refused=refused)
             calls.results.append(CallResult(use, block, screenshot_url))
         if calls.actions:
             self.verdict.action_turn()
@@ -805,11 +814,13 @@ class AgentLoop:
         results = []
         for use in uses:
             self.emit_tool_use(use)
-            if is_done(use):
-                block, accepted = self.check_done(use)
-                self.verdict.acknowledged(accepted)
-            else:
-                block = result_block(use, prompts.NOT_EXECUTED_ACKNOWLEDGING, is_error=True)
+            with telemetry.tool_call(use.name, use.id, use.toolset_name) as traced:
+                if is_done(use):
+                    block, accepted = self.check_done(use)
+                    self.verdict.acknowledged(accepted)
+                else:
+                    block = result_block(use, prompts.NOT_EXECUTED_ACKNOWLEDGING, is_error=True)
+                traced.answered(is_error=bool(block.get("is_error")), refused=not is_done(use))
             results.append((use, block))
         for use, block in results:
             self.emit_tool_result(use, block, [], None)

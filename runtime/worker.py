@@ -10,14 +10,16 @@ import json
 import logging
 import threading
 import time
+from typing import Any
 
 import anthropic
 import httpx2 as httpx
 from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 from django.urls import reverse
+from opentelemetry.trace import StatusCode
 
-from agent_platform import metrics
+from agent_platform import metrics, telemetry
 from agent_platform.llm import client
 from runs import lifecycle
 from runs.events import pusher
@@ -156,9 +158,51 @@ def execute_run(run_id: int, *, worker: str) -> None:
         return
     if run.started_at is not None:
         metrics.queue_wait.observe(max((run.started_at - run.created_at).total_seconds(), 0))
-    try:
-        run.secrets = unseal(run.secrets)  # in this worker's memory only; the row keeps them sealed
-    except SecretsUnavailable as error:
-        lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
-        return
-    AgentLoop(run, browser_host).execute()
+    # The run's span: its model requests and tool calls are its children, and the judgment its ending queues joins
+    # the same trace (the judge's message carries it); it continues the launch's trace when the message carries one.
+    with telemetry.span("invoke_agent pilothouse", run_attributes(run)) as traced:
+        try:
+            try:
+                run.secrets = unseal(run.secrets)  # in this worker's memory only; the row keeps them sealed
+            except SecretsUnavailable as error:
+                lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
+                return
+            AgentLoop(run, browser_host).execute()
+        finally:
+            ended = Run.objects.filter(pk=run.pk).first()
+            if ended is not None:
+                traced.set_attributes(ending_attributes(ended))
+                if ended.status == Run.Status.FAILED:
+                    traced.set_status(StatusCode.ERROR)
+
+
+def run_attributes(run: Run) -> dict[str, Any]:
+    """What a run's span says of it from the start: ids, model and limits (never its task, URLs or secrets)."""
+    return {
+        telemetry.OPERATION: "invoke_agent",
+        telemetry.AGENT_NAME: "pilothouse",
+        telemetry.REQUEST_MODEL: run.model,
+        telemetry.CONVERSATION_ID: run.session.public_id,
+        "pilothouse.run.id": run.public_id,
+        "pilothouse.session.id": run.session.public_id,
+        "pilothouse.workspace.id": run.workspace_id,
+        "pilothouse.run.max_turns": run.max_turns,
+        "pilothouse.run.scripted": run.scripted,
+    }
+
+
+def ending_attributes(run: Run) -> dict[str, Any]:
+    """How the run ended: status, error code, the agent's verdict, its requests, tokens and cost."""
+    return telemetry.attributes_of(
+        {
+            "pilothouse.run.status": run.status,
+            "pilothouse.run.error_code": run.error_code or None,
+            "pilothouse.run.success": run.success,
+            "pilothouse.run.requests": run.usage_requests,
+            telemetry.INPUT_TOKENS: run.usage_input + run.usage_cache_read + run.usage_cache_write,
+            telemetry.OUTPUT_TOKENS: run.usage_output,
+            telemetry.CACHE_READ_TOKENS: run.usage_cache_read,
+            telemetry.CACHE_CREATION_TOKENS: run.usage_cache_write,
+            "pilothouse.cost_usd": run.cost_usd,
+        }
+    )

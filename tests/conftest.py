@@ -17,9 +17,12 @@ from django.test import Client
 
 from agent_platform.models import ApiKey, Membership, Workspace
 from tests.messages_stub import messages_stub, messages_stub_server  # noqa: F401  (fixtures for every test)
+from tests.support import otlp_receiver as otlp
 from tests.support.clients import ApiClient, client_for, make_user
 from tests.support.paths import PAGES
 from tests.support.workers import WorkerProcess, worker_environment
+
+otlp_receiver = otlp.otlp_receiver
 
 
 @pytest.fixture
@@ -153,8 +156,10 @@ def clean_broker():
 def celery_worker(request, django_db_setup, django_db_blocker, clean_broker, tmp_path_factory):
     """One worker for the whole session; tests that use it need committed data (`transactional_db`)."""
     request.getfixturevalue("messages_stub_server")  # ANTHROPIC_BASE_URL must be set before the worker starts
+    # It exports its traces to the session's OTLP receiver (tests/observability read them), in batches sent soon.
+    receiver = request.getfixturevalue("otlp_receiver")
     with django_db_blocker.unblock():
-        env = worker_environment()
+        env = worker_environment({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"})
     worker = WorkerProcess(env, tmp_path_factory.mktemp("worker") / "worker.log").start()
     yield worker
     worker.stop()

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from agent_platform import telemetry
 from agent_platform.lib.text import IMAGE_PLACEHOLDER, content_text, json_text
 from agent_platform.llm import ModelUnavailable, model_profile
 from runs import spending
@@ -332,16 +333,20 @@ def judge(
     """
     context = list(run.judge_context or []) if judge_context is None else list(judge_context)
     model = model or settings.JUDGE_MODEL
-    params = judge_request(run, context, model)
-    try:
-        reading = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)
-        answer = reading.answer or uncertain(
-            f"The judge's answer could not be parsed, twice ({reading.problem}), so the verdict is uncertain."
-        )
-    except ModelUnavailable as error:
-        answer = uncertain(f"The judge model was unavailable, so the run was not judged: {error}")
-    except spending.CostCapReached as error:
-        answer = uncertain(f"The run was not judged: {error}")
+    # In the run's trace when the judge's message carries it (a judgment queued by the run's ending), with the
+    # judge's requests as its children.
+    with telemetry.span("judge", {"pilothouse.run.id": run.public_id, telemetry.REQUEST_MODEL: model}) as traced:
+        params = judge_request(run, context, model)
+        try:
+            reading = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)
+            answer = reading.answer or uncertain(
+                f"The judge's answer could not be parsed, twice ({reading.problem}), so the verdict is uncertain."
+            )
+        except ModelUnavailable as error:
+            answer = uncertain(f"The judge model was unavailable, so the run was not judged: {error}")
+        except spending.CostCapReached as error:
+            answer = uncertain(f"The run was not judged: {error}")
+        traced.set_attribute("pilothouse.judgment.verdict", answer["verdict"])
     judgment = Judgment.objects.create(
         run=run,
         verdict=answer["verdict"],

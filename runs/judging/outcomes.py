@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agent_platform import ids
+from agent_platform import ids, telemetry
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.llm import ModelUnavailable
 from runs import spending
@@ -201,7 +201,13 @@ class OutcomeGrader:
     def evaluate(
         self, run: Run, iteration: int, final_view: dict[str, Any] | None, *, done: dict[str, Any] | None
     ) -> OutcomeEvaluation:
-        return evaluate(run, iteration, final_view, done=done)
+        # A span of the run's trace, with the grader's requests as its children.
+        with telemetry.span(
+            "grade outcome", {"pilothouse.run.id": run.public_id, "pilothouse.outcome.iteration": iteration}
+        ) as traced:
+            evaluation = evaluate(run, iteration, final_view, done=done)
+            traced.set_attribute("pilothouse.outcome.result", str(evaluation.result))
+        return evaluation
 
     def revision_message(self, evaluation: OutcomeEvaluation) -> str:
         return revision_message(evaluation)
