@@ -48,13 +48,17 @@ def asgi_server(django_db_setup, django_db_blocker, tmp_path_factory):
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_platform.asgi:application"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    # Generous: on a loaded machine importing the web (Django, the API, the MCP SDK) takes tens of seconds.
+    deadline = time.monotonic() + 120
+    while True:
         if process.poll() is not None:
             raise RuntimeError(f"daphne exited:\n{log_path.read_text()[-3000:]}")
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 break
+        if time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"daphne did not listen within 120 s:\n{log_path.read_text()[-3000:]}")
         time.sleep(0.2)
     yield f"http://127.0.0.1:{port}"
     process.terminate()
