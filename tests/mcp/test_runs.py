@@ -5,6 +5,7 @@ same run, id and bill through the v1 API."""
 import pytest
 
 from runs.presets import ITEMS_SCHEMA as SCHEMA
+from scripted_api.wire import text_reply
 from tests.support import live
 from tests.support.judging import judgment_reply, user_text
 from tests.support.launching import wait_for
@@ -62,20 +63,25 @@ def test_launch_wait_with_progress_and_read_the_data(mode, asgi_server, acme_key
     assert api.get(f"/runs/{launched['id']}").json() == finished
 
 
-def test_rejudge_a_finished_run(asgi_server, acme_key, messages_stub):
-    messages_stub.agent(done(True, "Nothing to do."))
+def test_a_prose_turn_is_reported_and_a_finished_run_is_judged_again(asgi_server, acme_key, messages_stub):
+    messages_stub.agent(text_reply("Hello there."), done(True, "Said hello."))
     messages_stub.judge(judgment_reply("pass", "First reading."), judgment_reply("fail", "Second reading."))
     url = f"{asgi_server}/mcp"
+    progress: list[tuple[float, str | None]] = []
 
     async def scenario(client):
+        async def on_progress(value, total, message):
+            progress.append((value, message))
+
         run = data_of(await client.call_tool("launch_run", {"task": "Say hello.", "judge": True}))
-        judged = data_of(await client.call_tool("wait_for_run", {"run_id": run["id"]}))
+        judged = await client.call_tool("wait_for_run", {"run_id": run["id"]}, progress_callback=on_progress)
         again = await client.call_tool("rejudge_run", {"run_id": run["id"], "judge_context": ["Be strict."]})
-        return judged, data_of(again)
+        return data_of(judged), data_of(again)
 
-    judged, again = with_client(url, acme_key, scenario)
+    judged, again = with_client(url, acme_key, scenario, mode="legacy")
 
-    assert judged["judgment"]["reason"] == "First reading."
+    assert progress == [(1, "Turn 1: the agent wrote a message"), (2, "Turn 2: done")]
+    assert judged["status"] == "succeeded" and judged["judgment"]["reason"] == "First reading."
     assert again["id"] == judged["id"] and again["judge_context"] == [], "the run's own context is unchanged"
 
     def second_judgment():
