@@ -1,6 +1,9 @@
-"""The ASGI entry point: Django views and the API over HTTP, Channels consumers over websockets."""
+"""The ASGI entry point: Django views and the API over HTTP, the MCP server at /mcp, Channels consumers over
+websockets."""
 
 import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
@@ -22,10 +25,23 @@ telemetry.configure(telemetry.WEB_SERVICE)
 # The wiring names the apps' routes by dotted path, as ROOT_URLCONF and the URLconf's include() name their URLs: the
 # platform package imports no app (agent_platform/ruff.toml).
 websocket_urlpatterns = import_string("runs.routing.websocket_urlpatterns")
+mcp_app = import_string("mcp_server.endpoint.application")
+MCP_PATH = "/mcp"
 
 # Static files come from the app itself unless a front proxy serves them; screenshots are never public files:
 # they go through runs:screenshot, which checks the viewer's workspace.
-http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_FILES else django_asgi_app
+django_http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_FILES else django_asgi_app
+
+
+async def http_app(
+    scope: dict[str, Any],
+    receive: Callable[[], Awaitable[dict[str, Any]]],
+    send: Callable[[Mapping[str, Any]], Awaitable[None]],
+) -> None:
+    """/mcp is the MCP SDK's own ASGI application (streamable HTTP); every other path is Django's."""
+    app = mcp_app if scope["path"] == MCP_PATH else django_http_app
+    await app(scope, receive, send)
+
 
 application = ProtocolTypeRouter(
     {

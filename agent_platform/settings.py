@@ -331,5 +331,7 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "django.channels.server": {"level": "WARNING"},
+        # The MCP SDK logs every stateless request's teardown at INFO; its warnings and errors still show.
+        "mcp": {"level": "WARNING"},
     },
 }

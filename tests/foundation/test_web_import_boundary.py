@@ -9,7 +9,7 @@ import sys
 from tests.support.paths import REPO
 
 # What the web process loads: the settings and apps (with their system checks), the URLconf with every view and the
-# API, and the ASGI application with the live sockets' routing.
+# API, and the ASGI application with the live sockets' routing and the MCP server's tools.
 WEB_PROCESS = """
 import json, sys
 import django
@@ -62,6 +62,7 @@ def is_worker_side(module: str) -> bool:
 def test_the_web_process_loads_neither_playwright_nor_the_runtime():
     modules = run_python(WEB_PROCESS)
     assert "runs.views" in modules and "agent_platform.asgi" in modules  # the web really was loaded
+    assert "mcp_server.endpoint" in modules and "mcp_server.tools" in modules
     assert [module for module in modules if is_worker_side(module)] == []
 
 

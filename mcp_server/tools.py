@@ -1,0 +1,435 @@
+"""The MCP tools: launch, read, wait for, list, cancel and re-judge a workspace's runs, and list the models.
+
+Each tool is an adapter over what the v1 API calls (runs.launch, the runs endpoints' reading and serialization in
+runs.api, runs.judging.services, agent_platform.llm), so a run launched here is the same run, with the same id and the
+same bill, in the API and the pages, and a refusal says what the API's envelope says. The database is reached from the
+event loop through database_sync_to_async, never directly.
+"""
+
+import asyncio
+import functools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, ContentBlock, InputRequiredResult, TextContent, ToolAnnotations
+from ninja import Schema
+from ninja.responses import NinjaJSONEncoder
+from pydantic import BaseModel, Field, ValidationError
+
+from agent_platform import llm
+from agent_platform.api import describe_validation_errors
+from agent_platform.errors import AuthenticationFailed, InvalidRequest, ServiceError, ServiceUnavailable
+from runs import api as runs_api
+from runs import launch
+from runs.api import PAGE_DEFAULT, PAGE_MAX, RunFilters, RunListOut, RunOut, find, reload, run_out
+from runs.judging.models import Judgment
+from runs.judging.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS, request_rejudge
+from runs.launch import MAX_COST_USD_LIMIT, MAX_TURNS_LIMIT, START_URL_MAX_CHARS, TASK_MAX_CHARS
+from runs.models import Event, Run
+from runs.presets import ITEMS_SCHEMA
+from runs.schema import SCHEMA_MAX_BYTES, SUPPORTED
+
+from .auth import AUTHENTICATION_REQUIRED, SCOPE_KEY, McpRequest
+
+Result = TypeVar("Result")
+
+# How often wait_for_run reads a run's new events: a turn takes seconds, so a turn's progress arrives within this of
+# its record's commit, and a waiting client costs two small queries per interval.
+WAIT_POLL_SECONDS = 0.5
+WAIT_DEFAULT_SECONDS = 300
+WAIT_MAX_SECONDS = 900
+
+# The events that say a turn happened, with its number (runtime.calls.tool_use_event, the loop's agent.message).
+TURN_EVENTS = ("agent.tool_use", "agent.message")
+
+PROFILES_MISSING = (
+    "browser profiles are not available in Pilothouse yet; launch without profile_id (to continue in the same "
+    "browser state, pass the session_id of an earlier run)"
+)
+
+INSTRUCTIONS = """Pilothouse runs browser agents: Claude driving a real Chromium, in the API key's workspace.
+Launch a run with launch_run (a task, usually a start_url; an output_schema for structured data; judge: true for a
+second reading), then call wait_for_run with its id: it reports each turn as progress and returns the finished run,
+with status, success, output (the agent's own account), data (matching output_schema), error, judgment, signals, usage
+and cost. get_run reads a run at any time, list_runs pages through runs newest first, cancel_run stops one,
+rejudge_run asks the judge again, list_models names the models launch_run accepts. A follow-up run in the same
+browser state passes the earlier run's session_id."""
+
+RUN_ID = Annotated[
+    str,
+    Field(
+        description="The run's id as launch_run or list_runs returned it, such as 'run_01jf3k2m9x'.",
+        min_length=1,
+        max_length=60,
+    ),
+]
+
+JudgeContext = Annotated[
+    list[Annotated[str, Field(min_length=1, max_length=JUDGE_CONTEXT_MAX_CHARS)]] | None,
+    Field(
+        description=f"Up to {JUDGE_CONTEXT_MAX_STATEMENTS} statements of at most {JUDGE_CONTEXT_MAX_CHARS} "
+        "characters that the judge weighs before everything else and the agent never sees, such as 'Prices are in "
+        "euros.'",
+        max_length=JUDGE_CONTEXT_MAX_STATEMENTS,
+    ),
+]
+
+
+class ModelOut(BaseModel):
+    id: str = Field(description="What launch_run's model takes.")
+    display_name: str
+    max_input_tokens: int | None
+    effort_levels: list[str]
+    thinking_modes: list[str]
+    image_input: bool
+
+
+class ModelListOut(BaseModel):
+    default_model: str = Field(description="The model a run gets when launch_run names none.")
+    models: list[ModelOut] = Field(description="The active models, newest first.")
+
+
+class PilothouseMCP(MCPServer):
+    """The SDK's server, with arguments its input schemas refuse answered as the API answers a bad field."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            cause = error.__cause__
+            if isinstance(error, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            message, _ = describe_validation_errors([dict(problem) for problem in cause.errors()])
+            raise ToolError(refusal_text(InvalidRequest(message))) from cause
+
+
+server = PilothouseMCP(name="pilothouse", title="Pilothouse", instructions=INSTRUCTIONS)
+
+
+# --- answers -------------------------------------------------------------------------------------------------------
+
+
+def refusal_text(error: ServiceError) -> str:
+    """A refusal as the model reads it: the envelope's type, then its message (which names the field at fault)."""
+    return f"{error.code}: {error.message}"
+
+
+def refusal(error: ServiceError) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=refusal_text(error))], is_error=True)
+
+
+def as_api_json(schema: type[Schema], value: Any) -> dict[str, Any]:
+    """`value` as the v1 API sends it: validated by its response schema, encoded by ninja's JSON encoder."""
+    dumped = schema.model_validate(value).model_dump()
+    loaded: dict[str, Any] = json.loads(json.dumps(dumped, cls=NinjaJSONEncoder))
+    return loaded
+
+
+def structured(data: dict[str, Any], note: str | None = None) -> CallToolResult:
+    """A tool's answer: the data as structured content and, for clients that read only text, as JSON text after the
+    note, if there is one."""
+    text: list[ContentBlock] = [TextContent(type="text", text=note)] if note else []
+    text.append(TextContent(type="text", text=json.dumps(data)))
+    return CallToolResult(content=text, structured_content=data)
+
+
+def caller(ctx: Context) -> McpRequest:
+    """The admitted request this tool call came with (mcp_server.endpoint admits every request before the SDK sees it).
+
+    Raises AuthenticationFailed when there is none: the server was reached without the endpoint.
+    """
+    request = ctx.request_context.request
+    admitted = request.scope.get(SCOPE_KEY) if request is not None else None
+    if not isinstance(admitted, McpRequest):
+        raise AuthenticationFailed(AUTHENTICATION_REQUIRED)
+    return admitted
+
+
+async def in_thread(work: Callable[[], Result]) -> Result:
+    """Run database work off the event loop, closing connections Django would close at a request's end."""
+    done: Result = await database_sync_to_async(work)()
+    return done
+
+
+async def answer(ctx: Context, work: Callable[[McpRequest], CallToolResult]) -> CallToolResult:
+    """The caller's work done in a thread; a service's refusal becomes the tool's error."""
+    try:
+        request = caller(ctx)
+        return await in_thread(functools.partial(work, request))
+    except ServiceError as error:
+        return refusal(error)
+
+
+# --- the tools -----------------------------------------------------------------------------------------------------
+
+
+@server.tool(title="Launch a browser-agent run")
+async def launch_run(
+    ctx: Context,
+    task: Annotated[
+        str,
+        Field(
+            description="What the agent should do and what it should report back, in plain words, such as 'List "
+            "every product on the page with its price.'",
+            min_length=1,
+            max_length=TASK_MAX_CHARS,
+        ),
+    ],
+    start_url: Annotated[
+        str | None,
+        Field(
+            description="An http:// or https:// URL the browser opens before the agent's first turn; without one "
+            "the agent starts on a blank page (or, with session_id, where the session's browser was).",
+            max_length=START_URL_MAX_CHARS,
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        Field(description="A model id from list_models; the platform's default model when omitted.", max_length=100),
+    ] = None,
+    output_schema: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description=f"A JSON Schema object the run's data must satisfy, such as {json.dumps(ITEMS_SCHEMA)}. The "
+            f"root must be an object; at most {SCHEMA_MAX_BYTES} bytes; keywords: {SUPPORTED} ($ref, format and "
+            "pattern are refused). A session keeps the schema its first run set: a follow-up with session_id omits it "
+            "(or repeats it exactly).",
+        ),
+    ] = None,
+    judge: Annotated[
+        bool,
+        Field(
+            description="Have a judge model read the run after it finishes: its verdict (pass, fail or uncertain) "
+            "and reason arrive as the run's judgment."
+        ),
+    ] = False,
+    judge_context: JudgeContext = None,
+    max_turns: Annotated[
+        int | None,
+        Field(
+            description=f"Action turns the agent may take, 1 to {MAX_TURNS_LIMIT} (default "
+            f"{settings.RUN_DEFAULT_MAX_TURNS}); one more turn follows for its verdict.",
+            ge=1,
+            le=MAX_TURNS_LIMIT,
+        ),
+    ] = None,
+    max_cost_usd: Annotated[
+        float | None,
+        Field(
+            description="The most the run's model requests may cost, in US dollars, such as 0.5 (default: the "
+            "workspace's cap). A request that would pass it is not sent: the agent gets its verdict turn instead.",
+            gt=0,
+            le=float(MAX_COST_USD_LIMIT),
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        Field(
+            description="Continue in this session's browser state (cookies, the open page) and schema: the "
+            "session_id of an earlier run, such as 'sess_01jf3k2m9x'. Omit it to start a new session.",
+            max_length=60,
+        ),
+    ] = None,
+    profile_id: Annotated[
+        str | None,
+        Field(description="Not available yet: Pilothouse has no browser profiles; a run naming one is refused."),
+    ] = None,
+) -> Annotated[CallToolResult, RunOut]:
+    """Launch a browser-agent run in the workspace and return it, queued. Follow it with wait_for_run (progress per
+    turn, returns the finished run) or get_run. The agent ends by calling done with success, output and, with an
+    output_schema, data."""
+
+    def work(request: McpRequest) -> CallToolResult:
+        if profile_id is not None:
+            raise InvalidRequest.of_field("profile_id", PROFILES_MISSING)
+        launched = launch.launch_run(
+            request.workspace,
+            task=task,
+            start_url=start_url,
+            model=model,
+            output_schema=output_schema,
+            judge=judge,
+            judge_context=judge_context,
+            max_turns=max_turns,
+            max_cost_usd=max_cost_usd,
+            session_id=session_id,
+        )
+        return structured(as_api_json(RunOut, run_out(reload(request, launched.run))))
+
+    return await answer(ctx, work)
+
+
+@server.tool(title="Read a run", annotations=ToolAnnotations(read_only_hint=True))
+async def get_run(ctx: Context, run_id: RUN_ID) -> Annotated[CallToolResult, RunOut]:
+    """A run as it is now: status (queued, running, succeeded, failed, cancelled), success, output (the agent's own
+    account), data (matching its output_schema), error, judgment, signals, usage and cost_usd."""
+    return await answer(ctx, lambda request: structured(as_api_json(RunOut, runs_api.get_run(request, run_id))))
+
+
+@dataclass(frozen=True)
+class Look:
+    """What wait_for_run saw at one read: the turns that began since the last, and whether the wait is over."""
+
+    turns: list[tuple[int, str]]
+    last_seq: int
+    status: str
+    settled: bool
+
+
+def turn_summary(number: int, tools: list[str]) -> str:
+    return f"Turn {number}: {', '.join(tools)}" if tools else f"Turn {number}: the agent wrote a message"
+
+
+def look_at(request: McpRequest, run_id: str, after: int, since_turn: int, include_judgment: bool) -> Look:
+    """The run's turns that began after turn `since_turn` in its events after seq `after`, and whether it is settled:
+    finished and, when asked and a judgment is coming (runs.judging.services.judge_on_finish), judged."""
+    run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
+    rows = Event.objects.filter(run=run, seq__gt=after, type__in=TURN_EVENTS).order_by("seq")
+    turns: dict[int, list[str]] = {}
+    last_seq = after
+    for seq, type, turn, name, toolset in rows.values_list(
+        "seq", "type", "payload__turn", "payload__name", "payload__toolset"
+    ):
+        last_seq = seq
+        if isinstance(turn, int) and turn > since_turn:
+            tools = turns.setdefault(turn, [])
+            if type == "agent.tool_use":
+                tools.append(f"{toolset}.{name}" if toolset else str(name))
+    judgment_coming = include_judgment and run.judge and run.status != Run.Status.CANCELLED
+    settled = run.is_finished and (not judgment_coming or Judgment.objects.filter(run=run).exists())
+    summaries = [(number, turn_summary(number, tools)) for number, tools in sorted(turns.items())]
+    return Look(summaries, last_seq, run.status, settled)
+
+
+@server.tool(title="Wait for a run to finish", annotations=ToolAnnotations(read_only_hint=True))
+async def wait_for_run(
+    ctx: Context,
+    run_id: RUN_ID,
+    timeout_seconds: Annotated[
+        int,
+        Field(
+            description=f"How long to wait, 1 to {WAIT_MAX_SECONDS} seconds. A run still going then is returned as "
+            "it is, with a note: call wait_for_run again to keep waiting.",
+            ge=1,
+            le=WAIT_MAX_SECONDS,
+        ),
+    ] = WAIT_DEFAULT_SECONDS,
+    include_judgment: Annotated[
+        bool,
+        Field(description="For a run launched with judge: true, also wait (within the timeout) for its judgment."),
+    ] = True,
+) -> Annotated[CallToolResult, RunOut]:
+    """Wait until the run finishes (and, by default, is judged), sending a progress notification for each turn the
+    agent takes, then return the run as get_run does."""
+    try:
+        request = caller(ctx)
+        deadline = time.monotonic() + timeout_seconds
+        after, reported = 0, 0
+        while True:
+            look = await in_thread(functools.partial(look_at, request, run_id, after, reported, include_judgment))
+            for number, summary in look.turns:
+                await ctx.report_progress(number, message=summary)
+                reported = number
+            after = look.last_seq
+            remaining = deadline - time.monotonic()
+            if look.settled or remaining <= 0:
+                break
+            await asyncio.sleep(min(WAIT_POLL_SECONDS, remaining))
+        run = await in_thread(lambda: as_api_json(RunOut, runs_api.get_run(request, run_id)))
+    except ServiceError as error:
+        return refusal(error)
+    if look.settled:
+        return structured(run)
+    waiting_for = "its judgment is not in yet" if look.status in Run.TERMINAL else f"it is still {look.status}"
+    return structured(run, note=f"After {timeout_seconds} s {waiting_for}: call wait_for_run again to keep waiting.")
+
+
+@server.tool(title="List runs", annotations=ToolAnnotations(read_only_hint=True))
+async def list_runs(
+    ctx: Context,
+    status: Annotated[
+        Literal["queued", "running", "succeeded", "failed", "cancelled"] | None,
+        Field(description="Only runs with this status."),
+    ] = None,
+    session_id: Annotated[str | None, Field(description="Only the runs of this session.", max_length=60)] = None,
+    verdict: Annotated[
+        Literal["pass", "fail", "uncertain"] | None, Field(description="Only runs whose latest judgment says this.")
+    ] = None,
+    limit: Annotated[int, Field(description=f"Runs per page, 1 to {PAGE_MAX}.", ge=1, le=PAGE_MAX)] = PAGE_DEFAULT,
+    cursor: Annotated[
+        str | None, Field(description="The next_cursor of the previous page, for the page after it.", max_length=200)
+    ] = None,
+) -> Annotated[CallToolResult, RunListOut]:
+    """The workspace's runs, newest first, a page at a time: runs, next_cursor (None on the last page) and has_more."""
+    filters = RunFilters(status=status, session_id=session_id, verdict=verdict, limit=limit, cursor=cursor)
+    return await answer(ctx, lambda request: structured(as_api_json(RunListOut, runs_api.list_runs(request, filters))))
+
+
+@server.tool(
+    title="Cancel a run", annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+)
+async def cancel_run(ctx: Context, run_id: RUN_ID) -> Annotated[CallToolResult, RunOut]:
+    """Cancel a run and return it: a queued run is cancelled at once, a running one stops at its next safe point
+    (its status turns cancelled shortly after), a finished run is returned as it is."""
+    return await answer(ctx, lambda request: structured(as_api_json(RunOut, runs_api.cancel_run(request, run_id))))
+
+
+@server.tool(title="Judge a finished run again", annotations=ToolAnnotations(read_only_hint=False))
+async def rejudge_run(
+    ctx: Context,
+    run_id: RUN_ID,
+    judge_context: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=JUDGE_CONTEXT_MAX_CHARS)]] | None,
+        Field(
+            description=f"Replaces the run's judge_context for this reading: up to {JUDGE_CONTEXT_MAX_STATEMENTS} "
+            f"statements of at most {JUDGE_CONTEXT_MAX_CHARS} characters; the run's own when omitted.",
+            max_length=JUDGE_CONTEXT_MAX_STATEMENTS,
+        ),
+    ] = None,
+) -> Annotated[CallToolResult, RunOut]:
+    """Queue another judge reading of a finished run and return the run; the new judgment replaces judgment once it
+    is in (wait_for_run does not wait for it: read it with get_run). Every judgment is kept and billed as judge
+    usage."""
+
+    def work(request: McpRequest) -> CallToolResult:
+        run: Run = find(runs_api.runs_of(request), run_id, "run")
+        request_rejudge(run, judge_context=judge_context, requested_by=None)
+        return structured(as_api_json(RunOut, run_out(reload(request, run))))
+
+    return await answer(ctx, work)
+
+
+@server.tool(title="List the models", annotations=ToolAnnotations(read_only_hint=True))
+async def list_models(ctx: Context) -> Annotated[CallToolResult, ModelListOut]:
+    """The models launch_run's model accepts (the active ones, newest first, with their effort levels and thinking
+    modes), and the default a run gets without one."""
+
+    def work(request: McpRequest) -> CallToolResult:
+        try:
+            lineup = llm.active_models()
+        except llm.ProfilesUnavailable as error:
+            raise ServiceUnavailable(str(error)) from None
+        models = [
+            ModelOut(
+                id=found.id,
+                display_name=found.display_name,
+                max_input_tokens=found.max_input_tokens,
+                effort_levels=list(found.effort_levels),
+                thinking_modes=list(found.thinking_modes),
+                image_input=found.image_input,
+            )
+            for found in lineup
+        ]
+        listing = ModelListOut(default_model=settings.DEFAULT_MODEL, models=models)
+        return structured(listing.model_dump(mode="json"))
+
+    return await answer(ctx, work)
