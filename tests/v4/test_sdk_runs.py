@@ -81,7 +81,7 @@ def test_the_documented_script_runs_unchanged_and_its_run_is_the_same_in_v1(asgi
     assert v1["status"] == "succeeded" and v1["data"] == DATA and v1["output"] == "Two books."
     assert v1["usage"]["cost_usd"] == run.total_cost_usd
     assert v1["output_schema"] == run.output_schema
-    assert v1["judge"] is True and v1["judge_context"] == ["Prices are in pounds."]
+    assert v1["judge"] is True and v1["judge_context"] == ["A price is the number shown next to the product's name."]
     assert Decimal(v1["max_cost_usd"]) == Decimal(2) and row.session.max_cost_usd == Decimal(2)
     v1_events = ApiClient(acme_key).get(f"/runs/{row.public_id}/events").json()["events"]
     assert [event["seq"] for event in v1_events][: len(real)] == real
