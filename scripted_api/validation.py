@@ -34,6 +34,7 @@ RULES = (
     "max_tokens",
     "messages_required",
     "message_role",
+    "system_message_text",
     "first_message_user",
     "nonempty_message",
     "tool_use_answered",
@@ -255,8 +256,12 @@ def check_messages(request: dict[str, Any]) -> None:
     if not isinstance(messages, list) or not messages:
         raise broken("messages_required", "messages: at least one message is required")
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            raise broken("message_role", f"messages.{index}.role: must be 'user' or 'assistant'")
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+            raise broken("message_role", f"messages.{index}.role: must be 'user', 'assistant' or 'system'")
+        # A system message inside the conversation (the SDK's SystemMessageParam, which today's Claude Code sends)
+        # carries text only: a string or text blocks.
+        if message["role"] == "system" and not all(block.get("type") == "text" for block in _content_blocks(message)):
+            raise broken("system_message_text", f"messages.{index}.content: a system message holds text blocks only")
     if messages[0]["role"] != "user":
         raise broken("first_message_user", "messages.0.role: the first message must use the 'user' role")
     last = len(messages) - 1

@@ -339,7 +339,8 @@ RULE_BREAKERS = {
     # An explicit timeout: without one the SDK itself refuses a large max_tokens unless streamed.
     "max_tokens": {"max_tokens": 128_001, "timeout": 30},
     "messages_required": {"messages": []},
-    "message_role": {"messages": [{"role": "system", "content": "Hello"}]},
+    "message_role": {"messages": [{"role": "tool", "content": "Hello"}]},
+    "system_message_text": {"messages": [*HELLO, {"role": "system", "content": [_image()]}]},
     "first_message_user": {"messages": [{"role": "assistant", "content": "Hi"}, *HELLO]},
     "nonempty_message": {"messages": [{"role": "user", "content": [{"type": "text", "text": ""}]}]},
     "tool_use_answered": {"messages": [*HELLO, _asks(), {"role": "user", "content": "go on"}]},
@@ -421,6 +422,17 @@ def test_consecutive_messages_of_one_role_and_an_empty_final_assistant_message_a
     message = client_for(messages_stub).beta.messages.create(model=MODEL, max_tokens=10, messages=messages)
 
     assert message.content[0].text == "joined"
+
+
+def test_a_system_message_of_text_inside_the_conversation_is_accepted(messages_stub):
+    # The SDK's SystemMessageParam: today's Claude Code sends its environment this way, after the first user message.
+    messages_stub.agent(text_reply("noted"))
+    messages = [*HELLO, {"role": "system", "content": [{"type": "text", "text": "The user's time zone is UTC."}]}]
+
+    reply = client_for(messages_stub).beta.messages.create(model=MODEL, max_tokens=64, messages=messages)
+
+    assert reply.content[0].text == "noted"
+    assert messages_stub.requests[0]["messages"][1]["role"] == "system"
 
 
 def test_forcing_a_tool_and_sampling_are_accepted_on_models_that_allow_them(messages_stub):
