@@ -14,9 +14,10 @@ from runs.consumers import CLOSE_UNAUTHENTICATED
 from runs.routing import websocket_urlpatterns
 from tests.support.factories import make_run
 
-# Public by design: signing in, the API (bearer keys, tested apart), the admin (its own login, tested below) and the
-# bundled demo site, which the agent's browser visits without a login.
-PUBLIC_PREFIXES = ("login/", "logout/", "api/", "admin/", "demo/")
+# Public by design: signing in, the API (bearer keys, tested apart), the admin (its own login, tested below), the
+# Prometheus endpoint (its own bearer token: tests/observability) and the bundled demo site, which the agent's browser
+# visits without a login.
+PUBLIC_PREFIXES = ("login/", "logout/", "api/", "admin/", "metrics", "demo/")
 PLACEHOLDER = re.compile(r"<(?:\w+:)?(\w+)>")
 
 
@@ -27,7 +28,7 @@ def operator_routes() -> list[str]:
     def walk(patterns, prefix: str) -> None:
         for pattern in patterns:
             route = prefix + str(pattern.pattern)
-            if route.startswith(PUBLIC_PREFIXES):
+            if route.removeprefix("^").startswith(PUBLIC_PREFIXES):  # a re_path's pattern opens with its anchor
                 continue
             if isinstance(pattern, URLResolver):
                 walk(pattern.url_patterns, route)
