@@ -15,7 +15,6 @@ from agent_platform import telemetry
 from agent_platform.models import ModelRequest
 from runs.models import Run
 from tests.support import demo
-from tests.support import otlp_receiver as otlp
 from tests.support.canaries import dumped
 from tests.support.factories import make_run
 from tests.support.judging import judgment_reply
@@ -25,7 +24,8 @@ from tests.support.replies import browser, done
 from tests.support.sites import free_port
 from tests.support.workers import WorkerProcess, worker_environment
 
-otlp_receiver = otlp.otlp_receiver
+# otlp_receiver is the session's, from conftest: the shared worker exports to that one receiver, so binding it here
+# again would make a second receiver this module reads while the worker sends elsewhere.
 demo_base_url = demo.demo_base_url
 scripted_model = demo.scripted_model
 
