@@ -2,7 +2,6 @@
 with a verdict on a 200K and a 1M window (the strict stub refuses any request over a limit), extraction and compaction
 are billed as their own requests, and a cost cap brings the verdict turn instead of the request that would cross it."""
 
-import importlib
 from decimal import Decimal
 from typing import Any
 
@@ -15,12 +14,14 @@ from runs.models import Run
 from scripted_api.stub import default_route
 from scripted_api.wire import multi_tool_use_reply, text_reply, tool_use_block, tool_use_reply
 from tests import messages_stub as stub_fixtures
+from tests.support import factories
 from tests.support.factories import make_run
 from tests.support.launching import events, finished
 from tests.support.workers import WorkerProcess, worker_environment
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
+prices = factories.prices
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("long_run_worker", "transactional_db")]
 
@@ -48,15 +49,6 @@ def long_run_worker(request, django_db_setup, django_db_blocker, clean_broker, m
     worker = WorkerProcess(env, tmp_path_factory.mktemp("long-run-worker") / "worker.log", queues=QUEUE).start()
     yield worker
     worker.stop()
-
-
-@pytest.fixture
-def prices(transactional_db):
-    """Today's prices, as migration 0006 seeds them: an earlier transactional test's flush empties the table, and
-    without prices every request costs $0 and no cap is ever reached."""
-    from django.apps import apps
-
-    importlib.import_module("agent_platform.migrations.0006_prices_2026_11").seed_prices(apps, None)
 
 
 def launch(workspace, **fields) -> Run:

@@ -1,7 +1,6 @@
 """The official browser-use-sdk v4 client, unchanged but for its base URL, against Daphne and a real worker: the
 documented script, a session's runs and budget, cancel, and the same run through /api/v1."""
 
-import importlib
 import re
 import threading
 from decimal import Decimal
@@ -10,13 +9,14 @@ import pytest
 from browser_use_sdk.v4 import BrowserUse
 
 from runs.models import Run
-from tests.support import live
+from tests.support import factories, live
 from tests.support.clients import ApiClient
 from tests.support.judging import judgment_reply
 from tests.support.paths import REPO
 from tests.support.replies import browser, done
 
 asgi_server = live.asgi_server
+prices = factories.prices
 
 pytestmark = [
     pytest.mark.worker,
@@ -26,15 +26,6 @@ pytestmark = [
 
 DOC = REPO / "docs" / "browser-use-compat.md"
 DATA = {"items": [{"name": "A Light in the Attic", "price": 51.77}, {"name": "Tipping the Velvet", "price": 53.74}]}
-
-
-@pytest.fixture
-def prices(transactional_db):
-    """Today's prices as the migration seeds them (an earlier transactional test's flush empties the table, and a
-    request that costs $0 never reaches a budget)."""
-    from django.apps import apps
-
-    importlib.import_module("agent_platform.migrations.0006_prices_2026_11").seed_prices(apps, None)
 
 
 def sdk(asgi_server: str, key: str) -> BrowserUse:
