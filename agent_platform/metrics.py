@@ -65,6 +65,7 @@ live_viewers = Gauge("pilothouse_live_viewers", "Live-view sockets open on this 
 DATABASE_COLLECTORS = (
     "agent_platform.metrics.model_request_families",
     "runs.metrics.run_families",
+    "runs.metrics.workspace_queue_families",
     "webhooks.metrics.delivery_families",
 )
 CACHE_KEY = "metrics:database-families"

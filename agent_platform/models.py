@@ -32,6 +32,10 @@ class Workspace(models.Model):
     monthly_cost_cap_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     # The model the agent's extract tool reads pages with (a cheaper one than the run's, usually).
     extraction_model = models.CharField(max_length=100, default=DEFAULT_EXTRACTION_MODEL)
+    # How many of its runs may be with the workers at once, and how many may be queued; null: the
+    # WORKSPACE_MAX_CONCURRENT_RUNS and WORKSPACE_MAX_QUEUED_RUNS settings (runs.queueing).
+    max_concurrent_runs = models.PositiveIntegerField(null=True, blank=True)
+    max_queued_runs = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]

@@ -209,6 +209,10 @@ RUN_DEFAULT_MAX_TURNS = envint("RUN_DEFAULT_MAX_TURNS", 30, minimum=1)
 RUN_STALE_AFTER_SECONDS = envint("RUN_STALE_AFTER_SECONDS", 60, minimum=5)
 # A run queued this long without a worker claiming it is enqueued again (its message may have been lost with Redis).
 RUN_QUEUED_REDELIVER_SECONDS = envint("RUN_QUEUED_REDELIVER_SECONDS", 300, minimum=5)
+# Per workspace (each may set its own): runs with the workers at once (the rest wait, queued, in launch order), and
+# runs queued at all (a launch beyond it answers 429).
+WORKSPACE_MAX_CONCURRENT_RUNS = envint("WORKSPACE_MAX_CONCURRENT_RUNS", 20, minimum=1)
+WORKSPACE_MAX_QUEUED_RUNS = envint("WORKSPACE_MAX_QUEUED_RUNS", 1000, minimum=1)
 API_RATE_LIMIT_PER_MINUTE = envint("API_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 
 CELERY_TASK_ACKS_LATE = True

@@ -133,6 +133,17 @@ def span(name: str, attributes: Mapping[str, Any] | None = None, kind: SpanKind 
             raise
 
 
+@contextmanager
+def detached() -> Iterator[None]:
+    """A block outside any trace: the spans it starts begin traces of their own (a worker that took a run in place of
+    the one its message named must not file that run under the other's trace)."""
+    token = otel_context.attach(otel_context.Context())
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
 # --- a model request ---------------------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ from .judging.models import latest_judge_verdict
 from .launch import launch_run
 from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Run, Session
+from .queueing import depth
 
 router = Router()
 
@@ -440,6 +441,45 @@ def list_events(request: ApiRequest, run_id: str, filters: Query[EventFilters]) 
         "events": [event.as_dict() for event in events],
         "next_after": events[-1].seq if events else filters.after,
         "has_more": has_more,
+    }
+
+
+# --- the workspace's queue ----------------------------------------------------------------------------------------
+
+
+class QueueOut(Schema):
+    running: int = Field(description="Runs a worker is executing now.")
+    queued: int = Field(description="Runs handed to the workers, waiting for a free worker slot.")
+    waiting: int = Field(
+        description="Runs waiting behind the workspace's concurrency limit: each goes to the workers, in launch "
+        "order, when one of the workspace's runs ends."
+    )
+    max_concurrent_runs: int = Field(description="How many of the workspace's runs may be running or queued at once.")
+    max_queued_runs: int = Field(description="How many may be queued or waiting at all; a launch beyond it is 429.")
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "example": {"running": 4, "queued": 1, "waiting": 195, "max_concurrent_runs": 5, "max_queued_runs": 1000}
+        }
+    )
+
+
+@router.get(
+    "/queue",
+    response={200: QueueOut, **ERRORS},
+    tags=["runs"],
+    summary="The workspace's runs in flight and its limits",
+    description="Workers pick across workspaces fairly: the workspace with the fewest runs running goes first, so "
+    "another workspace's batch never holds a run back by more than one worker slot.",
+)
+def get_queue(request: ApiRequest) -> dict[str, Any]:
+    queue = depth(request.workspace)
+    return {
+        "running": queue.running,
+        "queued": queue.admitted,
+        "waiting": queue.waiting,
+        "max_concurrent_runs": queue.max_concurrent_runs,
+        "max_queued_runs": queue.max_queued_runs,
     }
 
 

@@ -22,10 +22,10 @@ from agent_platform.errors import Conflict, InvalidRequest, NotFound, ServiceUna
 from agent_platform.models import Workspace
 from runs.schema import schema_problems, serialized_size
 
+from . import lifecycle, queueing
 from .events import emit
 from .judging.models import Outcome
 from .judging.services import clean_judge_context
-from .lifecycle import enqueue
 from .models import Run, Session
 from .secret_box import seal
 from .secrets import secrets_problem
@@ -428,6 +428,7 @@ def launch_run(
 
     try:
         with transaction.atomic():
+            queueing.refuse_beyond_queued_limit(workspace)
             session = resolve_session(workspace, session_id, output_schema, created_by)
             run = Run.objects.create(
                 workspace=workspace,
@@ -445,7 +446,8 @@ def launch_run(
                 Outcome.objects.create(run=run, **outcome)
             if profile.deprecated:
                 warn_deprecated_model(run, profile)
-            transaction.on_commit(lambda: enqueue(run.pk))
+            # Admitted now if the workspace is under its concurrency limit, else when one of its runs ends.
+            transaction.on_commit(lambda: lifecycle.admit(workspace.pk))
     except IntegrityError:
         # A concurrent launch with the same idempotency key won the race; its run is the answer.
         if idempotency_key is None:

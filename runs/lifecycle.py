@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from . import tasks
+from . import queueing, tasks
 from .events import emit
 from .judging.services import judge_on_finish
 from .models import Event, Run
@@ -31,6 +31,44 @@ def mark_started(run: Run, worker: str) -> bool:
         run.refresh_from_db()
         emit(run, "run.started", {"model": run.model, "max_turns": run.max_turns, "scripted": run.scripted})
     return True
+
+
+# A claim lost to another worker's pick tries the next fairest run; bounded, then the message's own run decides.
+CLAIM_ATTEMPTS = 5
+
+
+def claim_fairly(message_run_id: int, worker: str) -> Run | None:
+    """Claim, for this worker, the fairest admitted run in place of the one the message names (runs.queueing says
+    why the messages are interchangeable); None when nothing is left to claim: the message's own run was already
+    claimed, by a worker that took it in place of another, or it was cancelled."""
+    tried: set[int] = set()
+    for _ in range(CLAIM_ATTEMPTS):
+        pick = queueing.fairest(tried)
+        if pick is None:
+            break
+        run = Run.objects.select_related("session").get(pk=pick)
+        if mark_started(run, worker):
+            if pick != message_run_id:
+                log.info("worker %s took run %s in place of run pk %s, the fairer pick", worker, run, message_run_id)
+            return run
+        tried.add(pick)
+    # No pick was claimable (they raced with other workers): the message's own run, if it was admitted.
+    own = Run.objects.select_related("session").filter(pk=message_run_id, admitted_at__isnull=False).first()
+    if own is not None and mark_started(own, worker):
+        return own
+    return None
+
+
+def claim(run_id: int, worker: str) -> Run | None:
+    """Claim exactly this run for this worker; None if it does not exist or was claimed, cancelled or finished."""
+    run = Run.objects.select_related("session").filter(pk=run_id).first()
+    return run if run is not None and mark_started(run, worker) else None
+
+
+def admit(workspace_id: int) -> None:
+    """Admit the workspace's waiting runs its concurrency limit allows, and enqueue each once that commits."""
+    for run_pk in queueing.admit(workspace_id):
+        transaction.on_commit(functools.partial(enqueue, run_pk))
 
 
 def wait_behind_earlier_run(run_id: int) -> bool:
@@ -89,6 +127,8 @@ def finish(
         if not changed:
             return False
         run.refresh_from_db()
+        # Its slot is free: the workspace's next waiting run goes to the workers once this ending commits.
+        transaction.on_commit(functools.partial(admit, run.workspace_id))
         emit(
             run,
             "run.finished",
@@ -150,8 +190,10 @@ def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
     cutoff = timezone.now() - queued_for
     recently = Event.objects.filter(run=OuterRef("pk"), type="run.requeued", processed_at__gte=cutoff)
     redelivered = []
-    for run in Run.objects.filter(status=Run.Status.QUEUED, created_at__lt=cutoff).exclude(Exists(recently)):
-        waited = int((timezone.now() - run.created_at).total_seconds())
+    # Only admitted runs have a message to lose; a run waiting for its workspace's limit has none yet.
+    late = Run.objects.filter(status=Run.Status.QUEUED, admitted_at__lt=cutoff).exclude(Exists(recently))
+    for run in late:
+        waited = int((timezone.now() - (run.admitted_at or run.created_at)).total_seconds())
         with transaction.atomic():
             emit(run, "run.requeued", {"waited_seconds": waited, "reason": "not claimed by any worker"})
             transaction.on_commit(functools.partial(enqueue, run.pk))
@@ -160,10 +202,16 @@ def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
     return redelivered
 
 
+def admit_waiting_runs() -> None:
+    """The reaper's safety net for admissions (runs.queueing.waiting_workspaces)."""
+    for workspace_id in queueing.waiting_workspaces():
+        admit(workspace_id)
+
+
 def enqueue(run_pk: int) -> None:
     """Hand the committed run to a worker; a run that cannot be queued fails visibly instead of waiting forever."""
     try:
-        tasks.execute_run.delay(run_pk)
+        tasks.execute_run.delay(run_pk, fair=True)
     except Exception:
         log.exception("could not enqueue run %s", run_pk)
         run = Run.objects.get(pk=run_pk)

@@ -2,7 +2,7 @@
 
 from collections.abc import Iterator
 
-from django.db.models import Count
+from django.db.models import Count, Q
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .models import Run
@@ -30,3 +30,27 @@ def run_families() -> Iterator[Metric]:
     for status, family in now.items():
         family.add_metric([], counts[status])
     yield from (launched, finished, *now.values())
+
+
+def workspace_queue_families() -> Iterator[Metric]:
+    """Each workspace's runs in flight by state (runs.queueing): running, queued for a worker slot, or waiting behind
+    its concurrency limit; one grouped query over the active runs."""
+    family = GaugeMetricFamily(
+        "pilothouse_workspace_runs",
+        "A workspace's active runs: running, queued (handed to the workers) or waiting (behind its concurrency limit).",
+        labels=["workspace", "state"],
+    )
+    rows = (
+        Run.objects.active()
+        .order_by()
+        .values("workspace__slug")
+        .annotate(
+            running=Count("id", filter=Q(status=Run.Status.RUNNING)),
+            queued=Count("id", filter=Q(status=Run.Status.QUEUED, admitted_at__isnull=False)),
+            waiting=Count("id", filter=Q(status=Run.Status.QUEUED, admitted_at__isnull=True)),
+        )
+    )
+    for row in rows:
+        for state in ("running", "queued", "waiting"):
+            family.add_metric([row["workspace__slug"], state], row[state])
+    yield family

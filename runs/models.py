@@ -139,6 +139,9 @@ class Run(models.Model):
 
     last_seq = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
+    # When the run got its runs-queue message; null while it waits behind its workspace's concurrency limit
+    # (runs.queueing).
+    admitted_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
@@ -161,6 +164,8 @@ class Run(models.Model):
             models.Index(fields=["workspace", "-created_at", "-id"], name="run_ws_created"),
             models.Index(fields=["workspace", "status", "-created_at"], name="run_ws_status_created"),
             models.Index(fields=["session", "created_at"], name="run_session_created"),
+            # The fair pick and admissions read only queued runs: a small index however many runs have ended.
+            models.Index(fields=["workspace", "id"], condition=Q(status="queued"), name="run_queued"),
             models.Index(
                 fields=["status", "heartbeat_at"], condition=Q(status="running"), name="run_running_heartbeat"
             ),

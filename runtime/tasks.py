@@ -13,18 +13,24 @@ WAIT_BEHIND_SECONDS = 2
 
 
 @shared_task(name="runs.tasks.execute_run", bind=True, acks_late=True, max_retries=0, ignore_result=True)  # type: ignore[untyped-decorator]  # celery ships no type information
-def execute_run(self: Task, run_id: int) -> None:
+def execute_run(self: Task, run_id: int, fair: bool = False) -> None:
     """Run one run's agent loop in this worker thread; never retried, since a retry could repeat actions on the web.
+
+    A `fair` message (every launch's, runs.lifecycle.enqueue) may claim a fairer admitted run in place of its own
+    (runs.queueing); a message without it (sent before fair picks existed, or by hand to a worker's own queue) runs
+    exactly the run it names.
 
     A follow-up whose session still has an earlier run queued or running waits for it (re-enqueued with a
     countdown, holding no worker thread), so it starts in the browser state that run leaves behind."""
     if lifecycle.wait_behind_earlier_run(run_id):
-        self.apply_async(args=[run_id], countdown=WAIT_BEHIND_SECONDS)
+        self.apply_async(args=[run_id], kwargs={"fair": fair}, countdown=WAIT_BEHIND_SECONDS)
         return
-    run_loop(run_id, worker=self.request.hostname or "worker")
+    run_loop(run_id, worker=self.request.hostname or "worker", fair=fair)
 
 
 @shared_task(name="runs.tasks.reap_stale_runs")  # type: ignore[untyped-decorator]
 def reap_stale_runs() -> list[str]:
-    """The reaper (Celery beat, every 30 s): fails runs whose worker was lost, re-enqueues runs nobody claimed."""
+    """The reaper (Celery beat, every 30 s): fails runs whose worker was lost, re-enqueues runs nobody claimed, admits
+    runs a workspace's limit let wait whose admission was missed."""
+    lifecycle.admit_waiting_runs()
     return lifecycle.reap_stale_runs() + lifecycle.redeliver_queued_runs()

@@ -144,18 +144,25 @@ worker_shutdown.connect(close_browser_host, weak=False)
 worker_process_shutdown.connect(close_browser_host, weak=False)
 
 
-def execute_run(run_id: int, *, worker: str) -> None:
-    """Claim the run and run its loop to an ending; a run already claimed, cancelled or finished is left alone."""
-    run = Run.objects.select_related("session").filter(pk=run_id).first()
+def execute_run(run_id: int, *, worker: str, fair: bool = False) -> None:
+    """Claim the run (with `fair`, the fairest admitted run, its own or another: runs.queueing) and run its loop to an
+    ending; a run already claimed, cancelled or finished is left alone."""
+    run = lifecycle.claim_fairly(run_id, worker) if fair else lifecycle.claim(run_id, worker)
     if run is None:
-        log.warning("execute_run: run %s does not exist", run_id)
+        log.info("execute_run: nothing left to claim for run pk %s (claimed, cancelled or ended)", run_id)
         return
+    if run.pk != run_id:
+        # The message's trace context is another run's launch: this run's trace starts afresh.
+        with telemetry.detached():
+            execute_claimed(run)
+        return
+    execute_claimed(run)
+
+
+def execute_claimed(run: Run) -> None:
     if settings.SCRIPTED_MODEL:
-        Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(scripted=True)
+        Run.objects.filter(pk=run.pk).update(scripted=True)
         run.scripted = True
-    if not lifecycle.mark_started(run, worker):
-        log.info("execute_run: run %s was already claimed or ended", run.public_id)
-        return
     if run.started_at is not None:
         metrics.queue_wait.observe(max((run.started_at - run.created_at).total_seconds(), 0))
     # The run's span: its model requests and tool calls are its children, and the judgment its ending queues joins

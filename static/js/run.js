@@ -167,15 +167,26 @@
         break;
       case "run.waiting":
         item = el("li", "ev ev-compact ev-waiting");
-        var behind = el("a", "mono", d.behind);
-        behind.href = "/runs/" + encodeURIComponent(d.behind || "") + "/";
-        var kind = el("span", "kind", "Queued behind ");
-        kind.appendChild(behind);
-        kind.appendChild(
-          document.createTextNode(
-            ", the session's earlier run: it starts in that run's browser state when that run ends",
-          ),
-        );
+        var kind;
+        if (d.reason === "workspace_limit") {
+          kind = el(
+            "span",
+            "kind",
+            "Waiting for a slot: the workspace already has " +
+              d.max_concurrent_runs +
+              " runs with the workers, its limit; it starts in launch order when one of them ends",
+          );
+        } else {
+          var behind = el("a", "mono", d.behind);
+          behind.href = "/runs/" + encodeURIComponent(d.behind || "") + "/";
+          kind = el("span", "kind", "Queued behind ");
+          kind.appendChild(behind);
+          kind.appendChild(
+            document.createTextNode(
+              ", the session's earlier run: it starts in that run's browser state when that run ends",
+            ),
+          );
+        }
         var row = el("div", "ev-meta");
         row.appendChild(el("span", "seq", "#" + event.seq));
         row.appendChild(kind);

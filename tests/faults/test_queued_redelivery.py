@@ -35,7 +35,7 @@ def test_a_queued_run_whose_message_was_deleted_is_enqueued_again_and_runs_once(
     broker = redis.Redis.from_url(settings.REDIS_URL)
     assert broker.llen(LOST_QUEUE) == 1
     broker.delete(LOST_QUEUE)  # what a Redis restart without persistence does to it
-    Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=400))
+    Run.objects.filter(pk=run.pk).update(admitted_at=timezone.now() - timedelta(seconds=400))
 
     assert lifecycle.redeliver_queued_runs() == [run.public_id]
     assert lifecycle.redeliver_queued_runs() == []  # once per period, not on every reaper pass

@@ -4,6 +4,7 @@ import importlib
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from agent_platform.models import Workspace
 from runs.models import Run, Session
@@ -18,6 +19,8 @@ def make_run(workspace: Workspace, session: Session | None = None, **fields) -> 
     fields.setdefault("task", "List the products on the first page of the shop.")
     # Today's default model, so runtime tests meet what it refuses (forced tools, sampling, thinking off...).
     fields.setdefault("model", settings.DEFAULT_MODEL)
+    # Admitted: a test hands the run to a worker itself (launching.enqueue), past the workspace's limits.
+    fields.setdefault("admitted_at", timezone.now())
     return Run.objects.create(workspace=workspace, session=session, **fields)
 
 
