@@ -1,0 +1,83 @@
+"""Workers pick across workspaces fairly (runs.queueing.fairest): one workspace's 200 queued runs do not hold another
+workspace's single run back by more than one worker slot. A real worker of one thread, the strict stub."""
+
+import pytest
+from django.utils import timezone
+
+from runs import lifecycle, queueing, tasks
+from runs.launch import launch_run
+from runs.models import Run
+from tests.support.launching import wait_for
+from tests.support.replies import done
+from tests.support.workers import WorkerProcess, worker_environment
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FAIR_QUEUE = "fair-pick-tests"
+BATCH = 200
+
+
+def test_the_fairest_run_is_of_the_workspace_with_fewest_running_then_least_recently_started(acme, umbrella):
+    acme.max_concurrent_runs = umbrella.max_concurrent_runs = 10
+    acme.save()
+    umbrella.save()
+    a_running = launch_run(acme, task="A, running").run
+    a_queued = launch_run(acme, task="A, queued").run
+    b_queued = launch_run(umbrella, task="B, queued").run
+    Run.objects.filter(pk=a_running.pk).update(status=Run.Status.RUNNING, started_at=timezone.now())
+
+    assert queueing.fairest(set()) == b_queued.pk  # umbrella runs nothing, acme one run
+    Run.objects.filter(pk=a_running.pk).update(status=Run.Status.SUCCEEDED)
+    # Neither runs anything now: umbrella never started a run, acme just did.
+    assert queueing.fairest(set()) == b_queued.pk
+    assert queueing.fairest({b_queued.pk}) == a_queued.pk
+
+
+def test_a_follow_up_behind_its_sessions_earlier_run_is_not_picked(acme):
+    first = launch_run(acme, task="First").run
+    follow_up = launch_run(acme, task="Then", session_id=first.session.public_id).run
+    assert queueing.fairest(set()) == first.pk
+    assert queueing.fairest({first.pk}) is None
+    assert follow_up.admitted_at is None or follow_up.pk != queueing.fairest({first.pk})
+
+
+def test_another_workspaces_run_starts_within_one_slot_of_a_200_run_batch(
+    request, acme, umbrella, messages_stub, tmp_path, django_capture_on_commit_callbacks
+):
+    messages_stub.set_fallback(lambda request: done(True, "Nothing to do."))
+    acme.max_concurrent_runs = BATCH  # every run of the batch admitted: its 200 messages are all in the queue
+    acme.save()
+
+    def fair_messages(workspace, count: int) -> list[Run]:
+        """Launched as the API launches, each message sent fair as lifecycle.enqueue sends it, to this test's
+        one-thread worker instead of the shared queue."""
+        runs = []
+        for index in range(count):
+            with django_capture_on_commit_callbacks(execute=False):
+                run = launch_run(workspace, task=f"{workspace.name} task {index}").run
+            queueing.admit(workspace.pk)
+            tasks.execute_run.apply_async(args=[run.pk], kwargs={"fair": True}, queue=FAIR_QUEUE)
+            runs.append(run)
+        return runs
+
+    batch = fair_messages(acme, BATCH)
+    (single,) = fair_messages(umbrella, 1)
+    # Every message is in the queue before a worker slot frees: the worker starts now.
+    worker = WorkerProcess(worker_environment(), tmp_path / "worker.log", concurrency=1, queues=FAIR_QUEUE).start()
+    request.addfinalizer(worker.stop)
+
+    wait_for(lambda: Run.objects.get(pk=single.pk).started_at, timeout=120, message="the single run to start")
+    single.refresh_from_db()
+    started_before = Run.objects.filter(pk__in=[run.pk for run in batch], started_at__lt=single.started_at).count()
+    assert started_before <= 1, f"{started_before} of the batch's runs started before the other workspace's run"
+
+    # The rest of the batch is cancelled (a running one stops at its next safe point); their messages find nothing
+    # left to claim, and every run ends.
+    for run in batch:
+        lifecycle.request_cancel(run)
+    everything = [run.pk for run in [*batch, single]]
+    wait_for(
+        lambda: Run.objects.filter(pk__in=everything).active().count() == 0, timeout=90, message="every run to end"
+    )
+    single.refresh_from_db()
+    assert single.status == Run.Status.SUCCEEDED
