@@ -25,7 +25,10 @@ class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]  # generi
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
-    list_display = ["name", "slug", "default_max_cost_usd", "monthly_cost_cap_usd", "extraction_model", "created_at"]
+    list_display = [
+        "name", "slug", "default_max_cost_usd", "monthly_cost_cap_usd", "extraction_model",
+        "max_concurrent_runs", "max_queued_runs", "created_at",
+    ]  # fmt: skip
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]

@@ -28,7 +28,9 @@ LOST_QUEUE = "nobody-consumes-this"
 
 
 def test_a_queued_run_whose_message_was_deleted_is_enqueued_again_and_runs_once(acme, messages_stub, monkeypatch):
-    monkeypatch.setattr(execute_run, "delay", lambda pk: execute_run.apply_async(args=[pk], queue=FAULT_QUEUE))
+    monkeypatch.setattr(
+        execute_run, "delay", lambda pk, **fair: execute_run.apply_async(args=[pk], kwargs=fair, queue=FAULT_QUEUE)
+    )
     messages_stub.agent(done(True, "Ran once."))
     run = make_run(acme)
     execute_run.apply_async(args=[run.pk], queue=LOST_QUEUE)
