@@ -56,9 +56,7 @@ def test_a_runs_screenshots_and_trace_live_in_the_bucket_and_are_served_from_it(
     acme, alice_client, charlie_client, site, messages_stub, s3_server, bucket_worker, web_on_the_bucket
 ):
     messages_stub.agent(browser("navigate", url=f"{site}/runtime_shop.html"), done(True, "Seen."))
-    run = finished(
-        enqueue(make_run(acme, task="Open the shop.", start_url=f"{site}/index.html"), queue=STORAGE_QUEUE)
-    )
+    run = finished(enqueue(make_run(acme, task="Open the shop.", start_url=f"{site}/index.html"), queue=STORAGE_QUEUE))
     assert run.status == Run.Status.SUCCEEDED, run.error_message
 
     # In the bucket, under the prefix: the live view's image of the action turn, the final view, the trace.

@@ -47,7 +47,7 @@ class S3Server:
             "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
         }
 
-    def client(self):  # noqa: ANN201 (boto3's client types are generated at run time)
+    def client(self):
         return boto3.client(
             "s3",
             endpoint_url=self.endpoint,
