@@ -1,5 +1,6 @@
 """Where a run's files live: STORAGE_URL read into Django's STORAGES (the local filesystem under MEDIA_ROOT by default,
-or an S3-compatible bucket through django-storages), and where the S3 client finds its credentials.
+or an S3-compatible bucket through django-storages, agent_platform.bucket_storage), and where the S3 client finds its
+credentials.
 
 settings.py calls `storages_setting` before Django is set up, so this module imports nothing of Django.
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-S3_BACKEND = "storages.backends.s3.S3Storage"
+S3_BACKEND = "agent_platform.bucket_storage.BucketStorage"
 FILESYSTEM_BACKEND = "django.core.files.storage.FileSystemStorage"
 STATIC_BACKEND = "django.contrib.staticfiles.storage.StaticFilesStorage"
 

@@ -344,5 +344,10 @@ LOGGING = {
         "django.channels.server": {"level": "WARNING"},
         # The MCP SDK logs every stateless request's teardown at INFO; its warnings and errors still show.
         "mcp": {"level": "WARNING"},
+        # The S3 client logs each signed request's headers (the access key id in Authorization) at DEBUG: kept quiet
+        # even under LOG_LEVEL=DEBUG, so no credential reaches a log; its warnings and errors still show.
+        "botocore": {"level": "WARNING"},
+        "boto3": {"level": "WARNING"},
+        "s3transfer": {"level": "WARNING"},
     },
 }

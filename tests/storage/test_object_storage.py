@@ -94,5 +94,6 @@ def test_a_runs_screenshots_and_trace_live_in_the_bucket_and_are_served_from_it(
     missing = shown[0]["url"].rsplit("/", 1)[0] + "/" + "0" * 32 + ".png"
     assert alice_client.get(missing).status_code == 404
 
-    # Nothing was read from, or written to, the web's own disk.
+    # Nothing was read from, or written to, the web's own disk; the bucket's keys are in no log line.
     assert files_under(web_on_the_bucket) == []
+    assert s3.SECRET_ACCESS_KEY not in bucket_worker.log_path.read_text(errors="replace")

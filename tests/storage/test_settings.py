@@ -5,9 +5,11 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import pytest
 from django.core.checks import Error
+from django.utils.module_loading import import_string
 
 from agent_platform import checks
 from agent_platform.object_storage import S3_BACKEND, Bucket, parse_storage_url, storages_setting
@@ -152,3 +154,24 @@ def test_an_endpoint_with_credentials_in_it_is_an_error_that_does_not_repeat_the
     messages = checks.check_object_storage()
     assert ids(messages) == ["pilothouse.E009"]
     assert SECRET not in messages[0].msg + messages[0].hint
+
+
+def test_every_thread_gets_its_own_s3_resource_from_the_one_session_of_the_process(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    setting = storages_setting(Bucket("artifacts", "p"), {"AWS_ENDPOINT_URL": "http://127.0.0.1:9"})["default"]
+    storage = import_string(setting["BACKEND"])(**setting["OPTIONS"])
+    seen: list = []
+
+    def use() -> None:
+        seen.append((storage._create_session(), storage.connection))
+
+    threads = [threading.Thread(target=use) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    sessions, resources = zip(*seen, strict=True)
+    assert len(seen) == 3 and len({id(session) for session in sessions}) == 1
+    assert len({id(resource) for resource in resources}) == 3
+    assert resources[0].meta.client.meta.endpoint_url == "http://127.0.0.1:9"
