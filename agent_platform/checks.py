@@ -2,7 +2,7 @@
 
 settings.py refuses a value that is malformed by itself (not an integer, below its minimum); these checks see what
 needs another setting or another module's knowledge: the browser's allow-list syntax, the broker's visibility
-timeout, the metrics token (a run's limits are checked by runs.checks, beside the launch that sets them). Each says what is wrong and how to put it right; `manage.py check` runs them, and so
+timeout, the metrics token, the object storage's endpoint and credentials (a run's limits are checked by runs.checks, beside the launch that sets them). Each says what is wrong and how to put it right; `manage.py check` runs them, and so
 does every management command and server start.
 """
 
@@ -16,6 +16,7 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
+from agent_platform import object_storage
 from agent_platform.netpolicy import address_class, parse_allowance, port_of
 
 
@@ -181,4 +182,65 @@ def check_metrics(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any)
                 id="pilothouse.W031",
             )
         )
+    return problems
+
+
+@register(Tags.compatibility)
+def check_object_storage(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
+    """With STORAGE_URL=s3://... (settings.py refuses a malformed one), the endpoint is an http(s) URL and the S3
+    client has credentials: found now, at start-up, not at the run's first screenshot."""
+    storage = settings.STORAGES.get("default", {})
+    if storage.get("BACKEND") != object_storage.S3_BACKEND:
+        return []
+    problems: list[CheckMessage] = []
+    options = storage.get("OPTIONS", {})
+    endpoint = options.get("endpoint_url")
+    if endpoint:
+        try:
+            parts = urlsplit(endpoint)
+            parts.port  # noqa: B018 (raises ValueError for a port that is not a number)
+            malformed = parts.scheme not in ("http", "https") or not parts.hostname
+            carries_credentials = parts.username is not None or parts.password is not None
+        except ValueError:
+            malformed, carries_credentials = True, False
+        if carries_credentials:
+            problems.append(
+                Error(
+                    "The S3 endpoint URL carries credentials (not repeated here).",
+                    hint="Give the endpoint as http(s)://host:port in AWS_ENDPOINT_URL, and the keys in "
+                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.",
+                    id="pilothouse.E009",
+                )
+            )
+        elif malformed:
+            problems.append(
+                Error(
+                    f"The S3 endpoint {endpoint!r} is not an http:// or https:// URL with a host.",
+                    hint="Set AWS_ENDPOINT_URL (or AWS_S3_ENDPOINT_URL, AWS_ENDPOINT_URL_S3) to the S3 server's "
+                    "address, e.g. https://s3.example.internal:9000, or unset it for AWS itself.",
+                    id="pilothouse.E009",
+                )
+            )
+    try:
+        source = object_storage.credentials_source()
+    except ValueError as error:
+        problems.append(
+            Error(
+                f"STORAGE_URL stores files in the bucket {options.get('bucket_name')!r}, but {error}",
+                hint="Set both keys of the pair, or neither (boto's own credential chain then applies).",
+                id="pilothouse.E008",
+            )
+        )
+    else:
+        if source is None:
+            problems.append(
+                Error(
+                    f"STORAGE_URL stores files in the bucket {options.get('bucket_name')!r}, but no credentials "
+                    "for it were found: every screenshot and trace would fail to save.",
+                    hint="Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE with a shared credentials "
+                    "file); on an instance whose role gives the credentials, set AWS_EC2_METADATA_DISABLED=false to "
+                    "say so. Unset STORAGE_URL to keep files under MEDIA_ROOT.",
+                    id="pilothouse.E008",
+                )
+            )
     return problems

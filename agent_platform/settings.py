@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from agent_platform import redis_clients
+from agent_platform import object_storage, redis_clients
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PILOTHOUSE_VAR_DIR", BASE_DIR / "var"))
@@ -270,6 +270,17 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
+# Screenshots, live-view images, traces (and every other file a run keeps) go through Django's default storage: files
+# under MEDIA_ROOT, or with STORAGE_URL=s3://bucket/prefix an S3-compatible bucket that every web and worker machine
+# shares (endpoint, region and keys from the AWS_* variables: agent_platform/object_storage.py). A malformed value
+# stops every process here, the workers too (they run no system checks): none may keep files where the others cannot
+# read them. Static files are not affected.
+STORAGE_URL = envstr("STORAGE_URL")
+try:
+    STORAGE_BUCKET = object_storage.parse_storage_url(STORAGE_URL)
+except ValueError as error:
+    raise ImproperlyConfigured(str(error)) from None
+STORAGES = object_storage.storages_setting(STORAGE_BUCKET)
 # The ASGI app serves static files itself unless a front proxy does (SERVE_FILES=false).
 SERVE_FILES = envbool("SERVE_FILES", True)
 
@@ -337,5 +348,10 @@ LOGGING = {
         "django.channels.server": {"level": "WARNING"},
         # The MCP SDK logs every stateless request's teardown at INFO; its warnings and errors still show.
         "mcp": {"level": "WARNING"},
+        # The S3 client logs each signed request's headers (the access key id in Authorization) at DEBUG: kept quiet
+        # even under LOG_LEVEL=DEBUG, so no credential reaches a log; its warnings and errors still show.
+        "botocore": {"level": "WARNING"},
+        "boto3": {"level": "WARNING"},
+        "s3transfer": {"level": "WARNING"},
     },
 }

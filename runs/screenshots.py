@@ -32,8 +32,11 @@ def read_screenshot(url: str) -> bytes | None:
     """The PNG behind a URL save_screenshot returned (the judge reads the final viewport this way)."""
     run_public_id, _, name = url.rstrip("/").split("/")[-3:]
     path = storage_path(run_public_id, name)
-    if path is None or not default_storage.exists(path):
+    if path is None:
         return None
-    with default_storage.open(path, "rb") as handle:
-        content: bytes = handle.read()
+    try:
+        with default_storage.open(path, "rb") as handle:
+            content: bytes = handle.read()
+    except FileNotFoundError:
+        return None
     return content

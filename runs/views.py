@@ -14,7 +14,6 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ObjectDoesNotExist
-from django.core.files.storage import default_storage
 from django.core.paginator import Paginator
 from django.db.models import Count, Exists, IntegerField, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
@@ -27,6 +26,7 @@ from django.views.decorators.http import require_POST
 
 from agent_platform import llm
 from agent_platform.access import OperatorRequest, current_workspace
+from agent_platform.artifacts import serve_stored_file
 from agent_platform.errors import ServiceError
 from agent_platform.models import ModelRequest, Workspace, workspaces_of
 from agent_platform.reports import usage_by
@@ -245,17 +245,12 @@ def summary_context(run: Run) -> dict[str, Any]:
 def run_trace(request: HttpRequest, run_id: str) -> FileResponse:
     """The run's Playwright trace (secrets masked), for `playwright show-trace` or trace.playwright.dev."""
     run = run_for_user(request.user, run_id)
-    path = trace_path(run.public_id)
-    if not default_storage.exists(path):
-        raise Http404("This run kept no trace.")
-    response = FileResponse(
-        default_storage.open(path, "rb"),
+    return serve_stored_file(
+        trace_path(run.public_id),
         content_type="application/zip",
-        as_attachment=True,
-        filename=f"{run.public_id}-trace.zip",
+        missing="This run kept no trace.",
+        download_name=f"{run.public_id}-trace.zip",
     )
-    response["Cache-Control"] = "private, no-store"
-    return response
 
 
 @login_required
@@ -326,11 +321,12 @@ def run_cancel(request: HttpRequest, run_id: str) -> HttpResponse:
 def screenshot(request: HttpRequest, run_id: str, name: str) -> FileResponse:
     run = run_for_user(request.user, run_id)
     path = storage_path(run.public_id, name)
-    if path is None or not default_storage.exists(path):
+    if path is None:
         raise Http404("No such screenshot.")
-    response = FileResponse(default_storage.open(path, "rb"), content_type=content_type(name))
-    response["Cache-Control"] = "private, max-age=86400"
-    return response
+    # A screenshot never changes once stored (its name is new each time): the browser may keep it for a day.
+    return serve_stored_file(
+        path, content_type=content_type(name), missing="No such screenshot.", cache_control="private, max-age=86400"
+    )
 
 
 # --- launching -------------------------------------------------------------------------------------------------------
