@@ -35,6 +35,7 @@ from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
 from runs.traces import has_trace, trace_path
 
 from . import presenters
+from .files import attachment, files_of_run
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
@@ -259,6 +260,17 @@ def run_trace(request: HttpRequest, run_id: str) -> FileResponse:
 
 
 @login_required
+def run_file(request: HttpRequest, run_id: str, file_id: str) -> FileResponse:
+    """One of the run's files as a download (the API's attachment: sanitized name, nosniff); a file of another
+    run or workspace is 404."""
+    run = run_for_user(request.user, run_id)
+    row = next((candidate for candidate in files_of_run(run) if candidate.public_id == file_id), None)
+    if row is None:
+        raise Http404("No such file in this run.")
+    return attachment(row)
+
+
+@login_required
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = run_for_user(request.user, run_id)
     events = list(run.events.order_by("seq"))
@@ -278,6 +290,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
             "budget_percent": presenters.percent_of(turns, run.max_turns),
             "cost_percent": presenters.percent_of(run.cost_usd, run.max_cost_usd),
             "session_runs": run.session.runs.count(),
+            "run_files": files_of_run(run),
             "live_config": {
                 "socket": f"/ws/runs/{run.public_id}/",
                 "last_seq": events[-1].seq if events else 0,
