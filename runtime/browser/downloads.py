@@ -50,11 +50,24 @@ class RunDownloads:
         self._changes: list[dict[str, Any]] = []
         self._kept: list[dict[str, Any]] = []
         self._notes: list[str] = []
+        # Attachment responses to a navigation whose download event has not fired yet: a click on such a link returns
+        # before Chromium turns the navigation into a download, and the call's result should still report it.
+        self._announced = 0
 
     def attach(self, page: Any) -> None:
         page.on("download", self._on_download)
 
+    def watch_responses(self, context: Any) -> None:
+        context.on("response", self._on_response)
+
+    def _on_response(self, response: Any) -> None:
+        with contextlib.suppress(PlaywrightError):
+            disposition = (response.headers.get("content-disposition") or "").lower()
+            if disposition.startswith("attachment") and response.request.is_navigation_request():
+                self._announced += 1
+
     def _on_download(self, download: Download) -> None:
+        self._announced = max(0, self._announced - 1)
         download_id = f"download_{self._next_id}"
         self._next_id += 1
         name = download.suggested_filename
@@ -149,9 +162,14 @@ class RunDownloads:
                 return True
 
     async def settle(self, timeout: float = SETTLE_SECONDS) -> None:
-        """Wait (bounded) for the downloads in flight, so a result reports what the call started."""
+        """Wait (bounded) for the downloads announced and in flight, so a result reports what the call started."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._announced and loop.time() < deadline:
+            await asyncio.sleep(WATCH_INTERVAL_SECONDS)
+        self._announced = 0  # one that never became a download (refused, failed) is not waited for again
         if self._in_flight:
-            await asyncio.wait(set(self._in_flight), timeout=timeout)
+            await asyncio.wait(set(self._in_flight), timeout=max(0.0, deadline - loop.time()))
 
     def take_changes(self) -> list[dict[str, Any]]:
         changes, self._changes = self._changes, []

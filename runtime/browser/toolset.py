@@ -151,6 +151,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self.secrets = dict(secrets or {})
         self.secret_domains = dict(secret_domains or {})
         self.downloads = downloads
+        if downloads is not None:
+            downloads.watch_responses(context)
         self.last_screenshot_url: str | None = None
         self._tabs: dict[str, Page] = {}
         self._watches: dict[Page, NavigationWatch] = {}

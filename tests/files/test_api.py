@@ -70,7 +70,7 @@ def test_an_upload_needs_a_key(client):
 
 
 def test_content_is_an_attachment_with_a_safe_name_and_nosniff(acme_key, api):
-    data = "<html><script>alert(1)</script></html>".encode()
+    data = b"<html><script>alert(1)</script></html>"
     file_id = upload(acme_key, "résumé.html", data).json()["id"]
 
     response = api.get(f"/files/{file_id}/content")

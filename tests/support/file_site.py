@@ -41,7 +41,7 @@ def downloads_page(refused_origin: str) -> str:
 <a id="report" href="/report.csv" download="report.csv" {spot(SPOTS["report"][1])}>Download report</a>
 <a id="invoice" href="/invoice" {spot(SPOTS["invoice"][1])}>Download invoice</a>
 <button id="blob" {spot(SPOTS["blob"][1])} onclick="
-  const url = URL.createObjectURL(new Blob(['{blob}'], {{type: 'text/plain'}}));
+  const url = window.URL.createObjectURL(new Blob(['{blob}'], {{type: 'text/plain'}}));
   const a = document.createElement('a'); a.href = url; a.download = 'notes.txt'; document.body.append(a); a.click();
 ">Save notes</button>
 <a id="big" href="/big.bin" download {spot(SPOTS["big"][1])}>Download big</a>
@@ -94,11 +94,11 @@ class FileHandler(http.server.BaseHTTPRequestHandler):
         elif path == "/report.csv":
             self.send(REPORT_CSV, "text/csv")
         elif path == "/invoice":
-            # a name with a path and a non-ASCII character: kept sanitized, served with filename*
+            # a non-ASCII name (RFC 6266 filename*), kept as it is and served back with filename*
             self.send(
                 INVOICE_PDF,
                 "application/pdf",
-                {"content-disposition": "attachment; filename=\"invoice.pdf\"; filename*=UTF-8''..%2Finvoice-n%C2%BA7.pdf"},
+                {"content-disposition": "attachment; filename=\"invoice.pdf\"; filename*=UTF-8''invoice-n%C2%BA7.pdf"},
             )
         elif path == "/big.bin":
             self.send(b"x" * BIG_BYTES, "application/octet-stream")
