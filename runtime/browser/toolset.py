@@ -109,7 +109,8 @@ KEY_ALIASES.update({f"f{n}": f"F{n}" for n in range(1, 13)})
 
 
 async def approve(context: BetaConfirmContext) -> bool:
-    """The confirm callable used when JavaScript is enabled: the operator enabled it for the whole run."""
+    """The confirm callable of a run whose operator enabled JavaScript or gave it files: they enabled the member for
+    the whole run (file_upload's paths have been confined to the run's own files by the file policy before this)."""
     return True
 
 
@@ -139,6 +140,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             # the SDK's own file_upload member, confined to the run's directory that holds only the run's files
             configs["file_upload"] = {"enabled": True}
             kwargs["file_policy"] = BetaLocalFilePolicy(upload_roots=[upload_dir])
+            kwargs["confirm"] = approve
         if network_guard is not None:
             # the SDK asks it before each of the model's navigations
             kwargs["url_policy"] = network_guard.url_policy

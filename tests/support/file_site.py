@@ -166,6 +166,7 @@ def files_worker(
         )
 
     worker = _shared_worker(request, tmp_path_factory, django_db_blocker, "files", FILES_QUEUE, environment)
-    worker.media_root = media
-    worker.run_files = run_files
+    if not hasattr(worker, "media_root"):  # the worker started here (another module may have started it first)
+        worker.media_root = media
+        worker.run_files = run_files
     return worker
