@@ -11,6 +11,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import IO, Any
 
+from django.conf import settings
 from django.core.files.base import File
 from django.core.files.storage import default_storage
 from django.db import models
@@ -18,7 +19,7 @@ from django.http import FileResponse
 from django.utils import timezone
 
 from agent_platform import ids
-from agent_platform.errors import InvalidRequest
+from agent_platform.errors import InvalidRequest, PayloadTooLarge
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
 
@@ -164,6 +165,20 @@ def store_file(
         default_storage.delete(saved)
         raise
     return row
+
+
+def upload_files(workspace: Workspace, uploads: Iterable[Any]) -> list[StoredFile]:
+    """Store the launch form's uploaded files (Django UploadedFile objects), each within FILE_UPLOAD_MAX_BYTES."""
+    uploads = list(uploads)
+    limit = settings.FILE_UPLOAD_MAX_BYTES
+    for upload in uploads:
+        if upload.size > limit:
+            raise PayloadTooLarge(
+                f"files: {sanitize_name(upload.name)!r} is larger than the limit of {limit} bytes.",
+                field="files",
+                detail={"limit": limit},
+            )
+    return [store_file(workspace, upload.file, name=upload.name, source=StoredFile.Source.UPLOAD) for upload in uploads]
 
 
 def open_file(row: StoredFile) -> IO[bytes]:

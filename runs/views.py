@@ -35,7 +35,7 @@ from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
 from runs.traces import has_trace, trace_path
 
 from . import presenters
-from .files import attachment, files_of_run
+from .files import attachment, files_of_run, upload_files
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
@@ -379,7 +379,13 @@ def run_new(request: OperatorRequest) -> HttpResponse:
     error = None
     if request.method == "POST":
         try:
-            launched = launch_run(workspace, created_by=request.user, **launch_arguments(request.POST))
+            arguments = launch_arguments(request.POST)
+            if request.FILES.getlist("files"):
+                # uploaded first, as through the API: a launch the form then refuses leaves them in the workspace
+                arguments["file_ids"] = [
+                    row.public_id for row in upload_files(workspace, request.FILES.getlist("files"))
+                ]
+            launched = launch_run(workspace, created_by=request.user, **arguments)
         except ServiceError as launch_error:
             error = launch_error
         else:
@@ -411,6 +417,7 @@ def run_new(request: OperatorRequest) -> HttpResponse:
             "thinking_modes": ["adaptive", "between_tools", "disabled"],
             "max_turns_limit": MAX_TURNS_LIMIT,
             "schema_max_bytes": SCHEMA_MAX_BYTES,
+            "file_max_bytes": settings.FILE_UPLOAD_MAX_BYTES,
             "launch_config": {
                 "lint_url": reverse("runs:schema_lint") + (f"?session={session.public_id}" if session else ""),
                 "max_bytes": SCHEMA_MAX_BYTES,

@@ -165,3 +165,37 @@ def test_a_body_declared_past_the_limit_is_refused_before_a_byte_is_read(setting
 
     assert sent[0]["status"] == 413
     assert json.loads(sent[1]["body"])["error"]["detail"] == {"limit": 1000}
+
+
+def test_the_launch_form_uploads_its_files_and_gives_them_to_the_run(alice_client, acme, monkeypatch):
+    monkeypatch.setattr("runs.launch.enqueue", lambda run_id: None)
+
+    response = alice_client.post(
+        "/runs/new/",
+        {"task": "Upload the form.", "files": [SimpleUploadedFile("form.pdf", b"%PDF-1.4 form")]},
+    )
+
+    assert response.status_code == 302, response.content[:500]
+    run = Run.objects.get(workspace=acme)
+    assert [row.name for row in run.given_files.all()] == ["form.pdf"]
+
+
+def test_the_run_page_lists_its_files_and_serves_them_to_its_workspace_only(
+    alice_client, charlie_client, acme, acme_key
+):
+    file_id = upload(acme_key, "Tom & Jerry's <notes>.txt", b"hello").json()["id"]
+    run = make_run(acme)
+    run.given_files.set(StoredFile.objects.filter(public_id=file_id))
+
+    page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
+    link = f"/runs/{run.public_id}/files/{file_id}"
+
+    assert link in page
+    assert "Tom &amp; Jerry&#x27;s _notes_.txt" in page  # sanitized, then escaped
+    served = alice_client.get(link)
+    assert served.status_code == 200
+    assert served["Content-Disposition"].startswith("attachment;")
+    assert served["X-Content-Type-Options"] == "nosniff"
+    assert charlie_client.get(link).status_code == 404
+    other = make_run(acme)
+    assert alice_client.get(f"/runs/{other.public_id}/files/{file_id}").status_code == 404

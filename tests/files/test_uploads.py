@@ -11,8 +11,8 @@ from django.test import Client
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
 from tests.support import file_site as files
-from tests.support.file_site import FILES_QUEUE
 from tests.support.factories import make_run
+from tests.support.file_site import FILES_QUEUE
 from tests.support.launching import enqueue, finished, wait_for
 from tests.support.replies import browser, done, last_tool_result_text
 
@@ -32,7 +32,9 @@ def shared_media(settings, files_worker):
 
 
 def first_message_text(request: dict) -> str:
-    return "\n".join(block.get("text", "") for block in request["messages"][0]["content"] if block.get("type") == "text")
+    return "\n".join(
+        block.get("text", "") for block in request["messages"][0]["content"] if block.get("type") == "text"
+    )
 
 
 def given_path(request: dict, name: str) -> str:
