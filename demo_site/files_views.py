@@ -39,7 +39,7 @@ def upload(request: HttpRequest) -> HttpResponse:
     received = None
     if request.method == "POST":
         document = request.FILES.get("document")
-        if document is not None and document.size <= UPLOAD_MAX_BYTES:
+        if document is not None and (document.size or 0) <= UPLOAD_MAX_BYTES:
             digest = hashlib.sha256()
             for chunk in document.chunks():
                 digest.update(chunk)

@@ -129,7 +129,7 @@ def storage_path(workspace_id: int, public_id: str) -> str:
     return f"files/{workspace_id}/{public_id}"
 
 
-def digest(handle: IO[bytes]) -> tuple[str, int]:
+def digest(handle: IO[bytes] | File[Any]) -> tuple[str, int]:
     """The SHA-256 and size of what `handle` holds from its current position; it is rewound afterwards."""
     start = handle.tell()
     hasher = hashlib.sha256()
@@ -142,7 +142,7 @@ def digest(handle: IO[bytes]) -> tuple[str, int]:
 
 
 def store_file(
-    workspace: Workspace, handle: IO[bytes], *, name: object, source: str, run: Run | None = None
+    workspace: Workspace, handle: IO[bytes] | File[Any], *, name: object, source: str, run: Run | None = None
 ) -> StoredFile:
     """Keep the bytes `handle` holds under a new file id (through the storage API) and record the file."""
     clean = sanitize_name(name)
@@ -178,7 +178,7 @@ def upload_files(workspace: Workspace, uploads: Iterable[Any]) -> list[StoredFil
                 field="files",
                 detail={"limit": limit},
             )
-    return [store_file(workspace, upload.file, name=upload.name, source=StoredFile.Source.UPLOAD) for upload in uploads]
+    return [store_file(workspace, upload, name=upload.name, source=StoredFile.Source.UPLOAD) for upload in uploads]
 
 
 def open_file(row: StoredFile) -> IO[bytes]:

@@ -128,7 +128,7 @@ def upload_file(request: ApiRequest) -> Status[dict[str, Any]]:
     if uploaded is None:
         raise InvalidRequest.of_field("file", "a multipart part named 'file' is required")
     try:
-        row = store_file(request.workspace, uploaded.file, name=uploaded.name, source=StoredFile.Source.UPLOAD)
+        row = store_file(request.workspace, uploaded, name=uploaded.name, source=StoredFile.Source.UPLOAD)
     finally:
         uploaded.close()
     return Status(201, row.as_dict())

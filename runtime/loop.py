@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
 from django.conf import settings
@@ -352,7 +352,7 @@ class AgentLoop:
             block = self.browser(self.toolset.tool_result(use), doing=f"finish a {use.name} action", crashed=crashed)
         self.final_view_fresh = False
         self.report_blocked()
-        self.report_downloads(block)
+        self.report_downloads(cast(dict[str, Any], block))
         # a member reports its failure in its result: with the browser gone, that failure is a crash
         crashed_if_gone(self.host, failed=bool(block.get("is_error")), message=crashed)
         # A page may echo a secret the agent typed: the model sees the placeholder again.

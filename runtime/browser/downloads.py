@@ -94,13 +94,12 @@ class RunDownloads:
     async def _follow(self, download: Download, download_id: str) -> None:
         name = download.suggested_filename
         watcher = asyncio.ensure_future(self._watch_size(download))
+        path: Any = None
+        failure: str | None = None
         try:
             path = await asyncio.wait_for(download.path(), DOWNLOAD_TIMEOUT_SECONDS)
         except (PlaywrightError, TimeoutError) as error:
-            path = None
             failure = str(error).splitlines()[0] if str(error) else "it did not finish"
-        else:
-            failure = None
         finally:
             watcher.cancel()
         if watcher.done() and not watcher.cancelled() and watcher.result():
