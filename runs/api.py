@@ -90,6 +90,7 @@ class RunIn(Schema):
         None,
         description="Files of this workspace (ids from POST /files or a run's files) the agent may set on a file "
         "input; at most 20. An unknown or another workspace's id is invalid_request naming file_ids.",
+        examples=[["file_3k9d0c2m7q8x1v5b6n4h2j0p"]],
     )
     secrets: dict[str, StrictStr] | None = Field(
         None,

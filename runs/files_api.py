@@ -93,7 +93,7 @@ UPLOAD_OPENAPI = {
         },
     },
     "responses": {
-        "201": {"description": "The stored file.", "content": {"application/json": {"example": FILE_EXAMPLE}}},
+        201: {"description": "The stored file.", "content": {"application/json": {"example": FILE_EXAMPLE}}},
     },
 }
 
@@ -143,7 +143,7 @@ def upload_file(request: ApiRequest) -> Status[dict[str, Any]]:
     "oldest first.\n\n    curl -H 'Authorization: Bearer $KEY' https://pilothouse.example/api/v1/runs/run_…/files",
     openapi_extra={
         "responses": {
-            "200": {
+            200: {
                 "description": "OK",
                 "content": {"application/json": {"example": {"files": [FILE_EXAMPLE]}}},
             }
@@ -165,7 +165,7 @@ def list_run_files(request: ApiRequest, run_id: str) -> dict[str, Any]:
     "    curl -OJ -H 'Authorization: Bearer $KEY' https://pilothouse.example/api/v1/files/file_…/content",
     openapi_extra={
         "responses": {
-            "200": {
+            200: {
                 "description": "The file's bytes.",
                 "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
             }
