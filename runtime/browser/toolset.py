@@ -134,11 +134,14 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         downloads: RunDownloads | None = None,
         upload_dir: str | None = None,
     ) -> None:
-        configs: dict[str, Any] = {"javascript_exec": {"enabled": bool(allow_javascript)}}
+        # file_upload is off unless the run was given files: a page could otherwise ask for any file the worker reads
+        configs: dict[str, Any] = {
+            "javascript_exec": {"enabled": bool(allow_javascript)},
+            "file_upload": {"enabled": upload_dir is not None},
+        }
         kwargs: dict[str, Any] = {"configs": configs}
         if upload_dir is not None:
             # the SDK's own file_upload member, confined to the run's directory that holds only the run's files
-            configs["file_upload"] = {"enabled": True}
             kwargs["file_policy"] = BetaLocalFilePolicy(upload_roots=[upload_dir])
             kwargs["confirm"] = approve
         if network_guard is not None:
