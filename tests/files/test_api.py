@@ -199,3 +199,15 @@ def test_the_run_page_lists_its_files_and_serves_them_to_its_workspace_only(
     assert charlie_client.get(link).status_code == 404
     other = make_run(acme)
     assert alice_client.get(f"/runs/{other.public_id}/files/{file_id}").status_code == 404
+
+
+def test_the_admin_lists_files_read_only(admin_client, acme_key):
+    file_id = upload(acme_key, "ledger.csv", b"a,b\n").json()["id"]
+    row = StoredFile.objects.get(public_id=file_id)
+
+    listing = admin_client.get("/admin/runs/storedfile/")
+    change = admin_client.get(f"/admin/runs/storedfile/{row.pk}/change/")
+
+    assert listing.status_code == 200 and "ledger.csv" in listing.content.decode()
+    assert change.status_code == 200
+    assert 'name="sha256"' not in change.content.decode()  # shown, not editable
