@@ -128,3 +128,4 @@ def test_a_download_from_a_refused_destination_is_not_kept(acme, file_site, mess
     assert run.status == Run.Status.SUCCEEDED, run.error_message
     assert not StoredFile.objects.filter(run=run).exists()
     assert events(run, "network.blocked")
+    assert "refused" in last_tool_result_text(messages_stub.requests[1])  # the agent is told
