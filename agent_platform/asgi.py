@@ -1,6 +1,7 @@
 """The ASGI entry point: Django views and the API over HTTP, the MCP server at /mcp, Channels consumers over
 websockets."""
 
+import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -33,12 +34,50 @@ MCP_PATH = "/mcp"
 django_http_app = ASGIStaticFilesHandler(django_asgi_app) if settings.SERVE_FILES else django_asgi_app
 
 
+# The paths that take a file in their body (the files API, the launch form), and what a multipart body may add around
+# the file itself. A body that declares more is refused here, before Django reads (and spools) any of it.
+UPLOAD_PATHS = frozenset({"/api/v1/files", "/runs/new/"})
+MULTIPART_OVERHEAD_BYTES = 64 * 1024
+
+
+def declared_length(scope: dict[str, Any]) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def refuse_too_large(send: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
+    limit = settings.FILE_UPLOAD_MAX_BYTES
+    body = json.dumps(
+        {
+            "error": {
+                "type": "invalid_request",
+                "message": f"The file is larger than the limit of {limit} bytes.",
+                "detail": {"limit": limit},
+            }
+        }
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 413, "headers": [*headers, (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
 async def http_app(
     scope: dict[str, Any],
     receive: Callable[[], Awaitable[dict[str, Any]]],
     send: Callable[[Mapping[str, Any]], Awaitable[None]],
 ) -> None:
-    """/mcp is the MCP SDK's own ASGI application (streamable HTTP); every other path is Django's."""
+    """/mcp is the MCP SDK's own ASGI application (streamable HTTP); every other path is Django's. An upload that
+    declares a body past the file limit is answered 413 at once."""
+    if scope["path"] in UPLOAD_PATHS and scope.get("method") == "POST":
+        length = declared_length(scope)
+        if length is not None and length > settings.FILE_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES:
+            await refuse_too_large(send)
+            return
     app = mcp_app if scope["path"] == MCP_PATH else django_http_app
     await app(scope, receive, send)
 

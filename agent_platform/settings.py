@@ -286,6 +286,18 @@ SERVE_FILES = envbool("SERVE_FILES", True)
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MAX_REQUEST_BYTES", 256 * 1024, minimum=1024)
 
+# Files (docs/files.md). A run's browser keeps at most RUN_DOWNLOAD_MAX_FILES downloads of at most
+# RUN_DOWNLOAD_MAX_BYTES each; an upload (POST /api/v1/files) is at most FILE_UPLOAD_MAX_BYTES. The bytes go to
+# Django's default storage. An upload's body is streamed to a temporary file past FILE_UPLOAD_MAX_MEMORY_SIZE,
+# never held whole in memory.
+RUN_DOWNLOAD_MAX_BYTES = envint("RUN_DOWNLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+RUN_DOWNLOAD_MAX_FILES = envint("RUN_DOWNLOAD_MAX_FILES", 20, minimum=0)
+FILE_UPLOAD_MAX_BYTES = envint("FILE_UPLOAD_MAX_BYTES", 25 * 1024 * 1024, minimum=1)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+# Where a worker keeps a run's files while it runs (its uploads, copied from storage; its downloads in flight),
+# one directory per run, removed when the run ends. Local to the worker's machine.
+RUN_FILES_DIR = Path(envstr("RUN_FILES_DIR", str(VAR_DIR / "run-files")))
+
 # The model. Without a key, `make run` starts the scripted demo model and points ANTHROPIC_BASE_URL at it.
 ANTHROPIC_API_KEY = envstr("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = envstr("ANTHROPIC_BASE_URL")

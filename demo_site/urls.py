@@ -1,8 +1,8 @@
-"""Demo site URLs: the landing page, the shop with its product pages, and the contact form."""
+"""Demo site URLs: the landing page, the shop with its product pages, the contact form, the invoice and the upload form."""
 
 from django.urls import path
 
-from . import views
+from . import files_views, views
 
 app_name = "demo_site"
 urlpatterns = [
@@ -11,4 +11,7 @@ urlpatterns = [
     path("shop/<slug:slug>/", views.product_detail, name="product"),
     path("contact/", views.contact, name="contact"),
     path("contact/thanks/", views.contact_thanks, name="contact_thanks"),
+    path("invoice/", files_views.invoice, name="invoice"),
+    path("invoice/download/", files_views.invoice_download, name="invoice_download"),
+    path("upload/", files_views.upload, name="upload"),
 ]

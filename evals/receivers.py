@@ -16,6 +16,8 @@ log = logging.getLogger(__name__)
 
 @receiver(run_lifecycle_event, dispatch_uid="evals.advance_batch_on_run_event")
 def advance_batch_on_run_event(sender: type[Run], run: Run, event: Event, **kwargs: Any) -> None:
+    if event.type not in ("run.finished", "run.judged"):
+        return  # a file downloaded mid-run does not move a batch
     batch_id = BatchRun.objects.filter(run_id=run.pk).values_list("batch_id", flat=True).first()
     if batch_id is None:
         return

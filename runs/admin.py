@@ -18,6 +18,7 @@ from django.utils.text import Truncator
 
 from agent_platform.admin import dollars
 
+from .files import StoredFile
 from .judging.models import Judgment, latest_judge_verdict
 from .models import Event, Run, Session
 
@@ -49,6 +50,19 @@ class SessionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in th
     list_select_related = ["workspace"]
     search_fields = ["public_id"]
     raw_id_fields = ["workspace", "created_by"]
+
+
+@admin.register(StoredFile)
+class StoredFileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
+    """Files are read-only here: they are what a page or an operator sent, kept as it came."""
+
+    list_display = ["public_id", "name", "source", "size", "workspace", "run", "created_at"]
+    list_filter = ["source"]
+    list_select_related = ["workspace", "run"]
+    search_fields = ["public_id", "name", "sha256"]
+    raw_id_fields = ["workspace", "run"]
+    readonly_fields = ["name", "size", "content_type", "sha256", "source", "storage_path", "created_at"]
+    exclude = ["runs"]
 
 
 class VerdictTurnFilter(admin.SimpleListFilter):

@@ -87,6 +87,12 @@ class RunIn(Schema):
     outcome: OutcomeIn | None = None
     allowed_domains: list[StrictStr] | None = Field(None, description="Host names the browser may reach.")
     metadata: dict[str, Any] | None = Field(None, description="Your own JSON object (at most 16 KiB), kept as is.")
+    file_ids: list[StrictStr] | None = Field(
+        None,
+        description="Files of this workspace (ids from POST /files or a run's files) the agent may set on a file "
+        "input; at most 20. An unknown or another workspace's id is invalid_request naming file_ids.",
+        examples=[["file_3k9d0c2m7q8x1v5b6n4h2j0p"]],
+    )
     secrets: dict[str, StrictStr] | None = Field(
         None,
         description="Values the agent may type without seeing them ({NAME: value}, names like SHOP_PASSWORD): it "

@@ -24,6 +24,7 @@ from runs.schema import schema_problems, serialized_size
 
 from . import lifecycle, queueing
 from .events import emit
+from .files import clean_file_ids
 from .judging.models import Outcome
 from .judging.services import clean_judge_context
 from .models import Run, Session
@@ -382,6 +383,7 @@ def launch_run(
     created_by: User | None = None,
     idempotency_key: object = None,
     max_cost_usd: object = None,
+    file_ids: object = None,
 ) -> Launched:
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
@@ -398,6 +400,8 @@ def launch_run(
             output_schema=output_schema, judge=judge, judge_context=judge_context, outcome=outcome,
             allowed_domains=allowed_domains, metadata=metadata, allow_javascript=allow_javascript, secrets=secrets,
             effort=effort, thinking=thinking, max_cost_usd=max_cost_usd,
+            # only when given, so the fingerprints of launches without files stay what they were
+            **({"file_ids": file_ids} if file_ids is not None else {}),
         )  # fmt: skip
         existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is not None:
@@ -421,6 +425,7 @@ def launch_run(
         raise invalid("allow_javascript", "must be true or false")
     output_schema = clean_output_schema(output_schema)
     outcome = clean_outcome(outcome)
+    given_files = clean_file_ids(workspace, file_ids)
     # Last, so a launch with a plain mistake is refused without asking the Models API.
     profile = model_profile(model)
     fields["effort"] = clean_effort(effort, profile)
@@ -444,6 +449,8 @@ def launch_run(
             if outcome is not None:
                 # In this transaction, before enqueueing: the worker that picks the run up finds the rubric in place.
                 Outcome.objects.create(run=run, **outcome)
+            if given_files:
+                run.given_files.set(given_files)
             if profile.deprecated:
                 warn_deprecated_model(run, profile)
             # Admitted now if the workspace is under its concurrency limit, else when one of its runs ends.

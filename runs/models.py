@@ -227,3 +227,6 @@ class Event(models.Model):
             "data": self.payload,
             "processed_at": rfc3339(self.processed_at),
         }
+
+
+# The files of runs live in their own module; imported here so Django registers the model with the app.

@@ -21,6 +21,10 @@ ITEMS_SCHEMA = {
 
 LIST_PRODUCTS = "List the products on the first page of the demo shop with their prices."
 CONTACT = "Send the demo shop's contact form asking how to return the Cedar Notebook."
+DOWNLOAD_INVOICE = "Download the November invoice from the demo shop's invoice page and say what arrived."
+UPLOAD_DOCUMENT = (
+    "Upload the file you were given on the demo shop's upload page and report the SHA-256 the shop shows for it."
+)
 
 
 def demo_tasks(base_url: str) -> list[dict[str, Any]]:
@@ -52,5 +56,17 @@ def demo_tasks(base_url: str) -> list[dict[str, Any]]:
             "task": CONTACT,
             "start_url": f"{root}/demo/contact/",
             "judge": True,
+        },
+        {
+            "label": "Demo shop: download the invoice (judged)",
+            "task": DOWNLOAD_INVOICE,
+            "start_url": f"{root}/demo/invoice/",
+            "judge": True,
+            "judge_context": ["The invoice is delivered when the run downloaded a CSV file of it."],
+        },
+        {
+            "label": "Demo shop: upload a file (attach one below)",
+            "task": UPLOAD_DOCUMENT,
+            "start_url": f"{root}/demo/upload/",
         },
     ]

@@ -16,6 +16,7 @@ urlpatterns = [
     path("runs/<str:run_id>/cancel/", views.run_cancel, name="cancel"),
     path("runs/<str:run_id>/screenshots/<str:name>", views.screenshot, name="screenshot"),
     path("runs/<str:run_id>/trace.zip", views.run_trace, name="trace"),
+    path("runs/<str:run_id>/files/<str:file_id>", views.run_file, name="file"),
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/<str:session_id>/", views.session_detail, name="session"),
 ]

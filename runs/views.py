@@ -35,6 +35,7 @@ from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
 from runs.traces import has_trace, trace_path
 
 from . import presenters
+from .files import attachment, files_of_run, upload_files
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
@@ -254,6 +255,17 @@ def run_trace(request: HttpRequest, run_id: str) -> FileResponse:
 
 
 @login_required
+def run_file(request: HttpRequest, run_id: str, file_id: str) -> FileResponse:
+    """One of the run's files as a download (the API's attachment: sanitized name, nosniff); a file of another
+    run or workspace is 404."""
+    run = run_for_user(request.user, run_id)
+    row = next((candidate for candidate in files_of_run(run) if candidate.public_id == file_id), None)
+    if row is None:
+        raise Http404("No such file in this run.")
+    return attachment(row)
+
+
+@login_required
 def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
     run = run_for_user(request.user, run_id)
     events = list(run.events.order_by("seq"))
@@ -273,6 +285,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
             "budget_percent": presenters.percent_of(turns, run.max_turns),
             "cost_percent": presenters.percent_of(run.cost_usd, run.max_cost_usd),
             "session_runs": run.session.runs.count(),
+            "run_files": files_of_run(run),
             "live_config": {
                 "socket": f"/ws/runs/{run.public_id}/",
                 "last_seq": events[-1].seq if events else 0,
@@ -362,7 +375,13 @@ def run_new(request: OperatorRequest) -> HttpResponse:
     error = None
     if request.method == "POST":
         try:
-            launched = launch_run(workspace, created_by=request.user, **launch_arguments(request.POST))
+            arguments = launch_arguments(request.POST)
+            if request.FILES.getlist("files"):
+                # uploaded first, as through the API: a launch the form then refuses leaves them in the workspace
+                arguments["file_ids"] = [
+                    row.public_id for row in upload_files(workspace, request.FILES.getlist("files"))
+                ]
+            launched = launch_run(workspace, created_by=request.user, **arguments)
         except ServiceError as launch_error:
             error = launch_error
         else:
@@ -394,6 +413,7 @@ def run_new(request: OperatorRequest) -> HttpResponse:
             "thinking_modes": ["adaptive", "between_tools", "disabled"],
             "max_turns_limit": MAX_TURNS_LIMIT,
             "schema_max_bytes": SCHEMA_MAX_BYTES,
+            "file_max_bytes": settings.FILE_UPLOAD_MAX_BYTES,
             "launch_config": {
                 "lint_url": reverse("runs:schema_lint") + (f"?session={session.public_id}" if session else ""),
                 "max_bytes": SCHEMA_MAX_BYTES,

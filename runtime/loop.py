@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
 from django.conf import settings
@@ -18,18 +18,19 @@ from agent_platform import metrics, telemetry
 from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
-from runs import evaluation, lifecycle, spending
+from runs import evaluation, events, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, Session
 from runs.screenshots import save_screenshot
 from runs.secrets import mask, prompt_section
 from runs.usage import Answered, compaction_iterations, read_usage, send_message
 from runtime.browser import live_view, tracing
+from runtime.browser.downloads import RunDownloads
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
 
-from . import browser_call, context, extraction, notices, prompts
+from . import browser_call, context, extraction, files, notices, prompts
 from .browser_call import BrowserCrashed, crashed_if_gone
 from .calls import (
     CallResult,
@@ -117,6 +118,9 @@ class AgentLoop:
         self._toolset: PlaywrightBrowserToolset | None = None
         self._guard: NetworkGuard | None = None
         self.live: live_view.LiveView | None = None  # streams only while an operator watches
+        # The run's files: those it was given (on this worker, for file_upload) and its downloads (runtime.files).
+        self.given_files: list[files.GivenFile] = []
+        self.downloads: RunDownloads | None = None
         self.schema = run.session.output_schema or None
         self.started = time.monotonic()
         self.messages: list[dict[str, Any]] = []
@@ -251,6 +255,13 @@ class AgentLoop:
         def store(png: bytes) -> str:
             return save_screenshot(run.public_id, png)
 
+        upload_dir, self.given_files = files.prepare_uploads(run)
+        self.downloads = RunDownloads(
+            files.keeper(run),
+            max_bytes=settings.RUN_DOWNLOAD_MAX_BYTES,
+            max_files=settings.RUN_DOWNLOAD_MAX_FILES,
+        )
+
         async def build(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
             context = await host.new_context(
                 storage_state=storage_state,
@@ -259,6 +270,7 @@ class AgentLoop:
                     run.viewport_width or settings.BROWSER_VIEWPORT_WIDTH,
                     run.viewport_height or settings.BROWSER_VIEWPORT_HEIGHT,
                 ),
+                accept_downloads=True,
             )
             toolset = PlaywrightBrowserToolset(
                 context=context,
@@ -267,6 +279,8 @@ class AgentLoop:
                 allow_javascript=run.allow_javascript,
                 secrets=run.secrets,
                 secret_domains=run.secret_domains,
+                downloads=self.downloads,
+                upload_dir=str(upload_dir) if upload_dir is not None else None,
             )
             await toolset.install_guard()
             return toolset
@@ -315,7 +329,10 @@ class AgentLoop:
             timeout=BROWSER_SETUP_TIMEOUT_SECONDS,
         )
         self.report_blocked()
-        self.add_user([text_block(prompts.task_message(run.task, run.start_url, problem))])
+        first = [text_block(prompts.task_message(run.task, run.start_url, problem))]
+        if self.given_files:
+            first.append(text_block(files.given_files_text(self.given_files)))
+        self.add_user(first)
 
     def report_blocked(self) -> None:
         """Each refusal of the network policy since the last report (the route's or the egress proxy's), for the
@@ -335,10 +352,27 @@ class AgentLoop:
             block = self.browser(self.toolset.tool_result(use), doing=f"finish a {use.name} action", crashed=crashed)
         self.final_view_fresh = False
         self.report_blocked()
+        self.report_downloads(cast(dict[str, Any], block))
         # a member reports its failure in its result: with the browser gone, that failure is a crash
         crashed_if_gone(self.host, failed=bool(block.get("is_error")), message=crashed)
         # A page may echo a secret the agent typed: the model sees the placeholder again.
         return mask(block, self.run.secrets), self.toolset.last_screenshot_url
+
+    def report_downloads(self, block: dict[str, Any] | None) -> None:
+        """What the run's browser downloaded since the last call: a `file.downloaded` event each (and its webhook),
+        and, in the call's result, a line per file kept or refused."""
+        downloads = self.downloads
+        if downloads is None:
+            return
+        for kept in downloads.take_kept():
+            events.emit(
+                self.run,
+                "file.downloaded",
+                {"id": kept["id"], "name": kept["name"], "size": kept["size"], "sha256": kept["sha256"]},
+            )
+        notes = downloads.take_notes()
+        if notes and block is not None:
+            add_notices(block, notes)
 
     def observe(self) -> str | None:
         """After an action turn: the page's fingerprint, for stagnation notices. It hashes the turn's last read_page
@@ -373,6 +407,7 @@ class AgentLoop:
     def close_browser(self) -> None:
         """Record the final view, keep the session's cookies and storage for its follow-up runs, close the context."""
         if self._toolset is None:
+            files.remove_run_directory(self.run)
             return
         try:
             if self.browser_failed:
@@ -384,6 +419,10 @@ class AgentLoop:
             view = self.capture_final_view()
             if view is not None:
                 self.record.event("agent.final_view", view)
+            if self.downloads is not None and self.host.is_connected:
+                # a download still arriving when the run ends is kept all the same (the agent is not told)
+                self.browser(self.downloads.settle(), doing="finish its downloads")
+                self.report_downloads(None)
             if self.host.is_connected:
                 state = self.browser(
                     self.toolset.storage_state(), doing="give its storage state", timeout=BROWSER_SETUP_TIMEOUT_SECONDS
@@ -397,6 +436,7 @@ class AgentLoop:
                 self.browser(self.toolset.close(), doing="close the context", timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
             except Exception:
                 log.warning("run %s: the browser context did not close cleanly", self.run.public_id, exc_info=True)
+            files.remove_run_directory(self.run)
 
     def keep_trace(self) -> None:
         """Stop the live view and keep the run's Playwright trace (secrets masked) before the context

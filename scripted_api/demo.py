@@ -51,6 +51,10 @@ JUDGE_CONTEXT_SECTION = "Judge context (weigh these before everything else)"
 VERDICT_SECTION = "The agent's verdict"
 FINAL_PAGE_SECTION = "The final page as the agent last saw it"
 SECTION_HEADING = re.compile(r"^# (?P<title>.+)$", re.MULTILINE)
+# What the runtime tells the agent of a download, and of the files it was given (runtime.files).
+DOWNLOADED = re.compile(r"Downloaded '(?P<name>[^']+)' \((?P<size>\d+) bytes")
+GIVEN_FILE = re.compile(r"^- (?P<path>/.+?) \(\d+ bytes", re.MULTILINE)
+SHA256_LINE = re.compile(r"SHA-256:\s*([0-9a-f]{64})")
 QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 
@@ -394,6 +398,10 @@ class ScriptedDemoModel:
                 return done(request, False, f"My result was not accepted: {failed.result}")
             return done(request, False, f"The {failed.name} step failed, so I stopped: {failed.result}")
         lowered = task.lower()
+        if "invoice" in lowered:
+            return self.invoice_turn(request, url, steps)
+        if "upload" in lowered:
+            return self.upload_turn(request, url, steps, task)
         if "contact" in lowered:
             return self.contact_turn(request, url, steps)
         if any(word in lowered for word in ("shop", "product")):
@@ -441,6 +449,60 @@ class ScriptedDemoModel:
             name, input, say = plan[taken]
             return browser(name, input, say)
         return browser("get_page_text", {}, "I sent the form; I'll read the confirmation.")
+
+    def invoice_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
+        invoice_url = url if "/invoice" in url else urljoin(demo_root(url, self.demo_root), "invoice/")
+        last = steps[-1] if steps else None
+        if last is None:
+            return browser("navigate", {"url": invoice_url}, "I'll open the invoice page.")
+        if last.name == "navigate":
+            return browser("find", {"query": "Download invoice"}, "I'll find the download link.")
+        if last.name == "find":
+            link = find_control(parse_controls(last.result or ""), {"link", "button"}, "download")
+            if link is None:
+                return done(request, False, "The invoice page has no download link.")
+            return browser("left_click", {"target": {"type": "ref", "ref": link.ref}}, "Downloading the invoice.")
+        arrived = DOWNLOADED.search("\n".join(step.result or "" for step in steps))
+        if arrived is not None:
+            output = f"The invoice arrived: {arrived.group('name')} ({arrived.group('size')} bytes)."
+            return done(request, True, output, say="The invoice is downloaded.")
+        if last.name == "left_click":
+            return browser("wait", {"duration": 1}, "I'll give the download a moment.")
+        return done(request, False, "I clicked the download link but no file arrived.")
+
+    def upload_turn(self, request: dict[str, Any], url: str, steps: list[Step], task: str) -> Reply:
+        given = GIVEN_FILE.search(task)
+        if given is None:
+            return done(request, False, "I was given no file to upload: attach one when launching the run.")
+        upload_url = url if "/upload" in url else urljoin(demo_root(url, self.demo_root), "upload/")
+        last = steps[-1] if steps else None
+        if last is None:
+            return browser("navigate", {"url": upload_url}, "I'll open the upload page.")
+        if last.name == "navigate":
+            return browser("read_page", {"filter": "interactive"}, "I'll look at the upload form.")
+        snapshot = last_result_of(steps, "read_page")
+        controls = parse_controls(snapshot.result or "") if snapshot else []
+        if last.name == "read_page":
+            field = find_control(controls, {"button"}, "document", "file", avoid="upload")
+            if field is None:
+                return done(request, False, "The upload page has no file field.")
+            return browser(
+                "file_upload",
+                {"target": {"type": "ref", "ref": field.ref}, "paths": [given.group("path")]},
+                "Choosing the file.",
+            )
+        if last.name == "file_upload":
+            send = find_control(controls, {"button"}, "upload")
+            if send is None:
+                return done(request, False, "The upload form has no upload button.")
+            return browser("left_click", {"target": {"type": "ref", "ref": send.ref}}, "Uploading it.")
+        if last.name == "left_click":
+            return browser("get_page_text", {}, "I'll read what the shop received.")
+        shown = SHA256_LINE.search(last.result or "")
+        if shown is None:
+            return done(request, False, "The shop did not say it received the file.")
+        output = f"The shop received the file; it shows SHA-256 {shown.group(1)}."
+        return done(request, True, output, {"sha256": shown.group(1)}, say="The upload went through.")
 
     def contact_plan(self, snapshot: str) -> list[tuple[str, dict[str, Any], str]] | None:
         controls = parse_controls(snapshot)

@@ -39,6 +39,7 @@ class EventType(models.TextChoices):
     RUN_FINISHED = "run.finished"
     RUN_JUDGED = "run.judged"
     BATCH_FINISHED = "batch.finished"
+    FILE_DOWNLOADED = "file.downloaded"
 
 
 class EndpointQuerySet(models.QuerySet["Endpoint"]):

@@ -1,4 +1,4 @@
-"""Listeners: run.finished, run.judged (from runs) and batch.finished (from evals) become webhook deliveries."""
+"""Listeners: run.finished, run.judged, file.downloaded (from runs) and batch.finished (from evals) become webhook deliveries."""
 
 from typing import Any
 
@@ -20,6 +20,12 @@ def on_run_event(sender: type[Run], run: Run, event: Event, **kwargs: Any) -> No
         services.record_event(run.workspace_id, EventType.RUN_FINISHED, lambda: {"run": payloads.run_data(run)})
     elif event.type == EventType.RUN_JUDGED:
         services.record_event(run.workspace_id, EventType.RUN_JUDGED, lambda: judged_data(run, event))
+    elif event.type == EventType.FILE_DOWNLOADED:
+        services.record_event(
+            run.workspace_id,
+            EventType.FILE_DOWNLOADED,
+            lambda: {"run": payloads.run_data(run), "file": dict(event.payload)},
+        )
 
 
 @receiver(batch_finished, dispatch_uid="webhooks.on_batch_finished")

@@ -144,6 +144,7 @@ class BrowserHost:
         storage_state: dict[str, Any] | None = None,
         viewport: tuple[int, int] = DEFAULT_VIEWPORT,
         network_guard: NetworkGuard | None = None,
+        accept_downloads: bool = False,
     ) -> BrowserContext:
         """A fresh BrowserContext (one per run) on the shared Chromium, optionally carrying a saved storage state.
 
@@ -167,7 +168,8 @@ class BrowserHost:
                 device_scale_factor=1,
                 # a service worker's requests bypass context.route, so the network guard could not see them
                 service_workers="block",
-                accept_downloads=False,
+                # a run keeps its downloads (runtime.browser.downloads); every byte still comes through the proxy
+                accept_downloads=accept_downloads,
             )
         except BaseException:
             if proxy is not None:

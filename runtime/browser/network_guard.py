@@ -49,7 +49,11 @@ class NetworkGuard(NetworkPolicy):
             self._listeners.append(on_block)
 
         async def guard_request(route: Route, request: Request) -> None:
-            refusal = await self.url_refusal(request.url)
+            # A blob: URL is bytes a page made in the browser (a generated file it offers as a download): nothing
+            # leaves the machine, so it is judged by the origin that made it, which the page was loaded from.
+            url = request.url
+            checked = url[len("blob:") :] if url.lower().startswith("blob:") else url
+            refusal = await self.url_refusal(checked)
             if refusal is None:
                 await route.fallback()
                 return

@@ -17,6 +17,7 @@ from anthropic.tools.browser import (
     BetaBrowserState,
     BetaConfirmContext,
     BetaDialogDismissed,
+    BetaLocalFilePolicy,
     BetaNavigationRefused,
     BetaScreenshotResult,
     BetaToolsetCallContext,
@@ -25,6 +26,7 @@ from anthropic.tools.browser import (
 from anthropic.types.beta import (
     BetaBrowserCloseTabInput,
     BetaBrowserDoubleClickInput,
+    BetaBrowserFileUploadInput,
     BetaBrowserFindInput,
     BetaBrowserFormInputInput,
     BetaBrowserGetPageTextInput,
@@ -58,6 +60,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from agent_platform.lib.text import bounded, first_line
 from agent_platform.netpolicy import BlockedRequest, normalize_url
 from runs.secrets import SecretRefusedHere, UnknownSecret, substitute
+from runtime.browser.downloads import RunDownloads
 from runtime.browser.egress_proxy import REFUSED_HEADER
 from runtime.browser.navigation import LOAD_GRACE_MS, SCROLL_AT_POINT, NavigationWatch, settled
 from runtime.browser.network_guard import NetworkGuard
@@ -106,7 +109,8 @@ KEY_ALIASES.update({f"f{n}": f"F{n}" for n in range(1, 13)})
 
 
 async def approve(context: BetaConfirmContext) -> bool:
-    """The confirm callable used when JavaScript is enabled: the operator enabled it for the whole run."""
+    """The confirm callable of a run whose operator enabled JavaScript or gave it files: they enabled the member for
+    the whole run (file_upload's paths have been confined to the run's own files by the file policy before this)."""
     return True
 
 
@@ -127,9 +131,19 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         allow_javascript: bool = False,
         secrets: dict[str, str] | None = None,
         secret_domains: dict[str, list[str]] | None = None,
+        downloads: RunDownloads | None = None,
+        upload_dir: str | None = None,
     ) -> None:
-        configs: dict[str, Any] = {"javascript_exec": {"enabled": bool(allow_javascript)}}
+        # file_upload is off unless the run was given files: a page could otherwise ask for any file the worker reads
+        configs: dict[str, Any] = {
+            "javascript_exec": {"enabled": bool(allow_javascript)},
+            "file_upload": {"enabled": upload_dir is not None},
+        }
         kwargs: dict[str, Any] = {"configs": configs}
+        if upload_dir is not None:
+            # the SDK's own file_upload member, confined to the run's directory that holds only the run's files
+            kwargs["file_policy"] = BetaLocalFilePolicy(upload_roots=[upload_dir])
+            kwargs["confirm"] = approve
         if network_guard is not None:
             # the SDK asks it before each of the model's navigations
             kwargs["url_policy"] = network_guard.url_policy
@@ -141,6 +155,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self.network_guard = network_guard
         self.secrets = dict(secrets or {})
         self.secret_domains = dict(secret_domains or {})
+        self.downloads = downloads
+        if downloads is not None:
+            downloads.watch_responses(context)
         self.last_screenshot_url: str | None = None
         self._tabs: dict[str, Page] = {}
         self._watches: dict[Page, NavigationWatch] = {}
@@ -249,6 +266,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         page.set_default_timeout(ACTION_TIMEOUT_MS)
         page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
         page.on("dialog", self._on_dialog)
+        if self.downloads is not None:
+            self.downloads.attach(page)
         page.on("close", lambda closed: self._forget(closed))
         # from the tab's first moment, so a navigation it starts is known to whatever reads it next
         self._watches[page] = NavigationWatch(page)
@@ -332,6 +351,10 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     async def _browser_state(self, context: BetaToolsetCallContext) -> BetaBrowserState:
         await self._contain()
+        if self.downloads is not None:
+            # a call that started a download reports how it ended (within a bound; later, with the next call)
+            await self.downloads.settle()
+            self._changes.extend(self.downloads.take_changes())
         tabs = [await self._entry(tab_id) for tab_id in list(self._tabs)]
         changes, self._changes = self._changes, []
         return BetaBrowserState(tabs=tabs, state_changes=changes)
@@ -395,6 +418,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         try:
             response = await page.goto(target, wait_until="domcontentloaded")
         except PlaywrightError as exc:
+            if self.downloads is not None and "Download is starting" in str(exc):
+                # the URL answered with an attachment: no page, a download (reported with the browser state)
+                return BetaBrowserNavigateResult(url=page.url, title=await self._title(page), status=None)
             refusal = None
             if self.network_guard is not None:
                 await self._contain()
@@ -571,6 +597,16 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     async def scroll_to(self, context: BetaToolsetCallContext, input: BetaBrowserScrollToInput) -> str | None:
         page = await self._page(input.tab_id)
         await self._locator(page, input.target.ref).scroll_into_view_if_needed()
+        return None
+
+    async def file_upload(self, context: BetaToolsetCallContext, input: BetaBrowserFileUploadInput) -> str | None:
+        if input.document_ids:
+            raise ToolError("Document ids are not available here: give the paths of the run's files.")
+        if not input.paths:
+            raise ToolError("Give the paths of the files to set, from the run's files.")
+        page = await self._page(input.tab_id)
+        # the paths arrive resolved by the file policy: inside the run's upload directory
+        await self._locator(page, input.target.ref).set_input_files(list(input.paths))
         return None
 
     async def javascript_exec(self, context: BetaToolsetCallContext, input: BetaBrowserJavascriptExecInput) -> str:

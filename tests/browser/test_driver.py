@@ -610,3 +610,21 @@ def test_the_live_view_image_is_a_jpeg_at_the_set_quality_or_a_png(
     assert (jpeg_extension, png_extension) == ("jpg", "png")
     assert jpeg.startswith(b"\xff\xd8\xff") and png.startswith(b"\x89PNG")
     assert png_pixels(png)[:2] == (1280, 800)
+
+
+def test_file_upload_is_enabled_only_with_an_upload_directory_and_confined_to_it(
+    host: BrowserHost, site: str, tmp_path
+) -> None:
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    (uploads / "form.txt").write_text("the form")
+    (tmp_path / "outside.txt").write_text("not the run's")
+    toolset = make_toolset(host, upload_dir=str(uploads))
+    try:
+        assert toolset.to_dict()["configs"]["file_upload"]["enabled"] is True
+        call(host, toolset, "navigate", url=f"{site}/index.html")
+        for path in (str(tmp_path / "outside.txt"), str(uploads / ".." / "outside.txt")):
+            with pytest.raises(ToolError):
+                call(host, toolset, "file_upload", target={"type": "ref", "ref": "e1"}, paths=[path])
+    finally:
+        host.run(toolset.close(), timeout=30)
