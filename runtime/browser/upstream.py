@@ -170,7 +170,13 @@ class UpstreamDialer:
             user, password = upstream.username.encode(), upstream.password.encode()
             writer.write(b"\x01" + bytes([len(user)]) + user + bytes([len(password)]) + password)
             await writer.drain()
-            _, status = await reader.readexactly(2)
+            try:
+                _, status = await reader.readexactly(2)
+            except asyncio.IncompleteReadError:
+                # RFC 1929 asks for a status first, but some servers (pproxy) just hang up on a wrong password
+                raise UpstreamProxyError(
+                    "the SOCKS5 proxy refused the credentials (it closed the connection)"
+                ) from None
             if status != 0:
                 raise UpstreamProxyError("the SOCKS5 proxy refused the credentials")
         elif method != 0x00:
