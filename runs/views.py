@@ -39,7 +39,7 @@ from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
 from .lifecycle import request_cancel
-from .models import UUID_ID, Event, Run, Session
+from .models import UUID_ID, Event, Proxy, Run, Session
 from .screenshots import content_type, storage_path
 
 
@@ -383,6 +383,7 @@ def run_new(request: OperatorRequest) -> HttpResponse:
         {
             "workspace": workspace,
             "session": session,
+            "proxies": Proxy.objects.for_workspace(workspace).usable(),
             "session_schema_json": json.dumps(session.output_schema, indent=2)
             if session and session.output_schema
             else "",

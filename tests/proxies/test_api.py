@@ -167,7 +167,9 @@ def test_a_follow_up_naming_another_proxy_is_conflict(api):
     without = api.post("/runs", {"task": "t"}).json()["session_id"]
 
     for session_id in (with_proxy, without):
-        error = error_of(api.post("/runs", {"task": "t", "session_id": session_id, "proxy_id": other_proxy}), 409, "conflict")
+        error = error_of(
+            api.post("/runs", {"task": "t", "session_id": session_id, "proxy_id": other_proxy}), 409, "conflict"
+        )
         assert error["message"].startswith("proxy_id: session")
 
 
