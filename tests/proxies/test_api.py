@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from agent_platform import checks
 from runs.models import Proxy, Run
 from runs.proxies import open_proxy
 from runs.secret_box import SEALED
@@ -181,3 +182,23 @@ def test_an_unknown_or_foreign_proxy_id_is_invalid_request_naming_proxy_id(api, 
         assert error["message"].startswith("proxy_id: no proxy")
     # the same words for a foreign id as for a made-up one: nothing tells that it exists elsewhere
     assert Run.objects.count() == 0
+
+
+def test_an_allowance_for_proxies_that_does_not_parse_is_a_settings_error(settings):
+    settings.PROXY_ALLOWED_PRIVATE_HOSTS = ["10.0.4.0/24:3128", "10.0.0.0/99"]
+    assert [message.id for message in checks.check_proxy_allowed_private_hosts()] == ["pilothouse.E020"]
+    settings.PROXY_ALLOWED_PRIVATE_HOSTS = ["10.0.4.0/24:3128", "proxy.internal"]
+    assert checks.check_proxy_allowed_private_hosts() == []
+
+
+def test_a_proxy_on_an_allowed_private_range_is_accepted_and_others_are_not(api, settings):
+    settings.PROXY_ALLOWED_PRIVATE_HOSTS = ["10.0.4.0/24:3128"]
+    assert add(api, url="http://10.0.4.9:3128").status_code == 201
+    assert (
+        "10.0.4.9 is allowed on other ports only"
+        in error_of(add(api, url="http://10.0.4.9:8080"), 400, "invalid_request")["message"]
+    )
+    assert (
+        "127.0.0.1 is a loopback address"
+        in error_of(add(api, url="http://127.0.0.1:3128"), 400, "invalid_request")["message"]
+    )
