@@ -82,7 +82,9 @@ def demo_tasks(request: HttpRequest) -> list[dict[str, Any]]:
 def run_for_user(user: AbstractBaseUser | AnonymousUser, run_id: str) -> Run:
     """A run of one of the user's workspaces, else 404: another workspace's run is never revealed to exist."""
     return get_object_or_404(
-        Run.objects.select_related("session", "workspace"), **id_lookup(run_id), workspace__in=workspaces_of(user)
+        Run.objects.select_related("session", "session__proxy", "workspace"),
+        **id_lookup(run_id),
+        workspace__in=workspaces_of(user),
     )
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from runs.models import Proxy, Run
 from tests.support.clients import client_for
+from tests.support.factories import make_run, make_session
 
 PASSWORD = "page-canary-pa55word"
 URL = f"socks5://bob:{PASSWORD}@127.0.0.1:1080"
@@ -84,3 +85,13 @@ def test_the_launch_form_offers_the_workspaces_proxies_and_launches_with_one(
     assert run.session.proxy == proxy
     follow_up = alice_client.get(f"/runs/new/?session={run.session.public_id}").content.decode()
     assert "Residential (socks5://127.0.0.1:1080)" in follow_up and 'name="proxy_id"' not in follow_up
+
+
+def test_the_run_page_names_the_sessions_proxy_without_credentials(alice_client, acme):
+    alice_client.post("/settings/proxies/", {"name": "Residential", "url": URL})
+    run = make_run(acme, session=make_session(acme, proxy=Proxy.objects.get()))
+
+    page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
+
+    assert "Residential (socks5://127.0.0.1:1080)" in page
+    assert PASSWORD not in page
