@@ -138,3 +138,15 @@ def test_a_failing_proxy_is_a_clear_tool_result_and_a_proxy_error_event(
     assert error.payload["reason"].startswith(reason)
     text = dumped([event.as_dict() for event in events(run)])
     assert "not-the-pa55word" not in text and "dead-pa55" not in text and "carol" not in text
+
+
+def test_a_queued_run_whose_proxy_was_deleted_fails_rather_than_go_out_directly(acme, api, site, messages_stub):
+    added = api.post("/proxies", {"name": "gone soon", "url": "http://127.0.0.1:3128"}).json()
+    session = make_session(acme, proxy=Proxy.objects.get(public_id=added["id"]))
+    assert api._call("delete", f"/proxies/{added['id']}").status_code == 204
+
+    run = finished(launch(acme, session=session, queue=PROXY_QUEUE, start_url=f"{site}/runtime_shop.html"))
+
+    assert run.status == Run.Status.FAILED and run.error_code == Run.ErrorCode.BROWSER_ERROR
+    assert f"The run's proxy cannot be used: the run's proxy {added['id']} (gone soon) was deleted" in run.error_message
+    assert messages_stub.requests == []  # not a single model request, and no page opened
