@@ -95,3 +95,17 @@ def test_the_run_page_names_the_sessions_proxy_without_credentials(alice_client,
 
     assert "Residential (socks5://127.0.0.1:1080)" in page
     assert PASSWORD not in page
+
+
+def test_the_admin_shows_proxies_read_only_without_the_sealed_url(alice_client, admin_client):
+    alice_client.post("/settings/proxies/", {"name": "Residential", "url": URL})
+    proxy = Proxy.objects.get()
+
+    listing = admin_client.get("/admin/runs/proxy/").content.decode()
+    change = admin_client.get(f"/admin/runs/proxy/{proxy.pk}/change/").content.decode()
+
+    assert "Residential" in listing and "socks5://127.0.0.1:1080" in listing
+    assert proxy.public_id in change
+    for page in (listing, change):
+        assert PASSWORD not in page and proxy.sealed_url["sealed"] not in page
+    assert admin_client.get("/admin/runs/proxy/add/").status_code == 403
