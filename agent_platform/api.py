@@ -354,6 +354,7 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 api.add_router("/", "runs.api.router")
 api.add_router("/", "runs.files_api.router")
 api.add_router("/", "runs.judging.api.router")
+api.add_router("/", "runs.proxy_api.router")
 api.add_router("/", "agent_platform.usage_api.router")
 api.add_router("/", "evals.api.router")
 api.add_router("/", "webhooks.api.router")

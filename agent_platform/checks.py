@@ -117,6 +117,27 @@ def check_browser_allowed_private_hosts(
     return problems
 
 
+@register(Tags.security)
+def check_proxy_allowed_private_hosts(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Each entry of the proxies' allow-list parses: a list that cannot be read would refuse every workspace proxy."""
+    problems: list[CheckMessage] = []
+    for entry in settings.PROXY_ALLOWED_PRIVATE_HOSTS:
+        try:
+            parse_allowance(entry)
+        except ValueError as error:
+            problems.append(
+                Error(
+                    f"PROXY_ALLOWED_PRIVATE_HOSTS: {error}.",
+                    hint="Entries are comma-separated: host, host:port, [ipv6]:port, an address range (10.1.0.0/16) "
+                    "or range:port.",
+                    id="pilothouse.E020",
+                )
+            )
+    return problems
+
+
 @register(Tags.compatibility)
 def check_webhook_retries(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[CheckMessage]:
     """A webhook retry waits in the broker as a countdown; Redis hands a message on after its visibility timeout."""

@@ -319,6 +319,11 @@ BROWSER_EXECUTABLE = envstr("BROWSER_EXECUTABLE") or _default_browser_executable
 DEMO_PORT = envint("DEMO_PORT", 8001, minimum=1)
 DEMO_BASE_URL = envstr("DEMO_BASE_URL", f"http://127.0.0.1:{DEMO_PORT}/")
 BROWSER_ALLOWED_PRIVATE_HOSTS = envlist("BROWSER_ALLOWED_PRIVATE_HOSTS", f"127.0.0.1:{DEMO_PORT},localhost:{DEMO_PORT}")
+# Private (non-public) addresses a workspace's upstream proxy may be on (runs.proxies), in the same syntax: an
+# operator's own proxy on 10.x is listed here; a workspace member cannot aim the worker at other internal services.
+PROXY_ALLOWED_PRIVATE_HOSTS = envlist("PROXY_ALLOWED_PRIVATE_HOSTS")
+# How long the worker waits for an upstream proxy to accept a connection, and then to answer its handshake.
+PROXY_CONNECT_TIMEOUT_SECONDS = envint("PROXY_CONNECT_TIMEOUT_SECONDS", 10, minimum=1, maximum=120)
 BROWSER_ACTION_TIMEOUT_SECONDS = envint("BROWSER_ACTION_TIMEOUT_SECONDS", 30, minimum=1)
 # The agent's viewport, WIDTHxHEIGHT: what its screenshots show (long-run tests use a small one to stay light).
 BROWSER_VIEWPORT_WIDTH = envint("BROWSER_VIEWPORT_WIDTH", 1280, minimum=200)

@@ -20,7 +20,7 @@ from agent_platform.admin import dollars
 
 from .files import StoredFile
 from .judging.models import Judgment, latest_judge_verdict
-from .models import Event, Run, Session
+from .models import Event, Proxy, Run, Session
 
 # Signals the runtime counts (Run.signals JSON), as integer annotations so the changelist can sort by them.
 COUNTED_SIGNALS = ["turns", "budget_notices", "loop_nudges", "stagnation_nudges"]
@@ -49,7 +49,28 @@ class SessionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in th
     list_display = ["public_id", "workspace", "created_at"]
     list_select_related = ["workspace"]
     search_fields = ["public_id"]
-    raw_id_fields = ["workspace", "created_by"]
+    raw_id_fields = ["workspace", "created_by", "proxy"]
+
+
+SHOWN_PROXY_FIELDS = ("public_id", "name", "workspace", "scheme", "host", "port", "has_credentials", "created_at", "deleted_at")  # fmt: skip
+
+
+@admin.register(Proxy)
+class ProxyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
+    """Read only: the sealed URL is never shown (the model keeps it out of every form), and adding or deleting goes
+    through the API or the settings page, which seal and forget it."""
+
+    list_display = ["public_id", "name", "workspace", "address", "has_credentials", "created_at", "deleted_at"]
+    list_select_related = ["workspace"]
+    search_fields = ["public_id", "name", "host"]
+    readonly_fields = SHOWN_PROXY_FIELDS
+    fields = SHOWN_PROXY_FIELDS
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Proxy | None = None) -> bool:
+        return False
 
 
 @admin.register(StoredFile)

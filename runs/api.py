@@ -93,6 +93,11 @@ class RunIn(Schema):
         "input; at most 20. An unknown or another workspace's id is invalid_request naming file_ids.",
         examples=[["file_3k9d0c2m7q8x1v5b6n4h2j0p"]],
     )
+    proxy_id: StrictStr | None = Field(
+        None,
+        description="A proxy of the workspace (POST /api/v1/proxies) the run's browser goes out through, after the "
+        "egress guard's checks. A session property: follow-ups keep it; naming another one is conflict.",
+    )
     secrets: dict[str, StrictStr] | None = Field(
         None,
         description="Values the agent may type without seeing them ({NAME: value}, names like SHOP_PASSWORD): it "
@@ -160,6 +165,9 @@ class RunOut(Schema):
     judge_context: list[str]
     allowed_domains: list[str]
     output_schema: dict[str, Any] | None
+    proxy_id: str | None = Field(
+        description="The workspace proxy the run's browser goes out through (its session's); null: directly."
+    )
     success: bool | None
     output: str
     data: Any = None
@@ -220,7 +228,7 @@ ERRORS = ERROR_RESPONSES
 def runs_of(request: ApiRequest) -> QuerySet[Run]:
     return (
         Run.objects.for_workspace(request.workspace)
-        .select_related("session", "outcome")
+        .select_related("session", "session__proxy", "outcome")
         # The judge's records of the run; their own orderings put the latest judgment first and the evaluation cycles
         # in order.
         .prefetch_related("judgments", "outcome__evaluations")
@@ -286,6 +294,7 @@ def run_out(run: Run) -> dict[str, Any]:
         "allowed_domains": run.allowed_domains,
         # The schema is the session's: a follow-up that named none still answers to it.
         "output_schema": run.session.output_schema,
+        "proxy_id": run.session.proxy.public_id if run.session.proxy else None,
         "success": run.success,
         "output": run.output,
         "data": run.data,

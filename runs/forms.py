@@ -63,6 +63,8 @@ def launch_arguments(post: QueryDict) -> dict[str, Any]:
         "judge_context": judge_context_from(post) if judge else [],
         "outcome": outcome,
         "secrets": secrets,
+        # a follow-up keeps its session's proxy: the form sends none then
+        "proxy_id": post.get("proxy_id", "").strip() or None,
     }
 
 

@@ -27,7 +27,7 @@ from .events import emit
 from .files import clean_file_ids
 from .judging.models import Outcome
 from .judging.services import clean_judge_context
-from .models import Run, Session
+from .models import Proxy, Run, Session
 from .secret_box import seal
 from .secrets import secrets_problem
 
@@ -294,18 +294,51 @@ def clean_idempotency_key(key: object) -> str | None:
 # --- the launch ----------------------------------------------------------------------------------------------------
 
 
+def clean_proxy_id(workspace: Workspace, proxy_id: object) -> Proxy | None:
+    """The workspace's proxy the run goes out through; an unknown, deleted or foreign id is refused naming the field
+    (the same words for each, so another workspace's ids cannot be told apart from made-up ones)."""
+    if proxy_id is None or proxy_id == "":
+        return None
+    if not isinstance(proxy_id, str):
+        raise invalid("proxy_id", "must be a string")
+    proxy = Proxy.objects.for_workspace(workspace).usable().filter(public_id=proxy_id).first()
+    if proxy is None:
+        raise invalid("proxy_id", f"no proxy '{proxy_id[:60]}' in this workspace (GET /api/v1/proxies lists them)")
+    return proxy
+
+
+def settle_proxy(session: Session, proxy: Proxy | None) -> None:
+    """A follow-up keeps its session's proxy: naming another one (or one for a session without) is a conflict."""
+    if proxy is None or session.proxy_id == proxy.pk:
+        return
+    had = f"goes out through proxy {session.proxy.public_id}" if session.proxy else "goes out without a proxy"
+    raise Conflict(
+        f"proxy_id: session {session.public_id} {had}; the proxy is a session property set when the session is "
+        "created: omit proxy_id to keep it, or start a new session.",
+        field="proxy_id",
+        detail={"session_id": session.public_id, "proxy_id": session.proxy.public_id if session.proxy else None},
+    )
+
+
 def resolve_session(
-    workspace: Workspace, session_id: object, output_schema: dict[str, Any] | None, created_by: User | None
+    workspace: Workspace,
+    session_id: object,
+    output_schema: dict[str, Any] | None,
+    created_by: User | None,
+    proxy: Proxy | None = None,
 ) -> Session:
-    """The session the run belongs to, its schema settled: inherited, recorded, or a conflict."""
+    """The session the run belongs to, its schema and proxy settled: inherited, recorded, or a conflict."""
     if session_id is None or session_id == "":
-        return Session.objects.create(workspace=workspace, output_schema=output_schema, created_by=created_by)
+        return Session.objects.create(
+            workspace=workspace, output_schema=output_schema, created_by=created_by, proxy=proxy
+        )
     if not isinstance(session_id, str):
         raise invalid("session_id", "must be a string")
     # Locked so two follow-ups naming different schemas for a schema-less session cannot both set one.
     session = Session.objects.select_for_update().for_workspace(workspace).filter(public_id=session_id).first()
     if session is None:
         raise NotFound(f"session_id: no session '{session_id}' in this workspace.", field="session_id")
+    settle_proxy(session, proxy)
     if output_schema is None:
         return session
     if session.output_schema is None or not same_schema(session.output_schema, output_schema):
@@ -384,6 +417,7 @@ def launch_run(
     idempotency_key: object = None,
     max_cost_usd: object = None,
     file_ids: object = None,
+    proxy_id: object = None,
 ) -> Launched:
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
@@ -402,6 +436,8 @@ def launch_run(
             effort=effort, thinking=thinking, max_cost_usd=max_cost_usd,
             # only when given, so the fingerprints of launches without files stay what they were
             **({"file_ids": file_ids} if file_ids is not None else {}),
+            # only when given, so the keys of launches without one keep their fingerprints
+            **({"proxy_id": proxy_id} if proxy_id is not None else {}),
         )  # fmt: skip
         existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is not None:
@@ -426,6 +462,7 @@ def launch_run(
     output_schema = clean_output_schema(output_schema)
     outcome = clean_outcome(outcome)
     given_files = clean_file_ids(workspace, file_ids)
+    proxy = clean_proxy_id(workspace, proxy_id)
     # Last, so a launch with a plain mistake is refused without asking the Models API.
     profile = model_profile(model)
     fields["effort"] = clean_effort(effort, profile)
@@ -434,7 +471,7 @@ def launch_run(
     try:
         with transaction.atomic():
             queueing.refuse_beyond_queued_limit(workspace)
-            session = resolve_session(workspace, session_id, output_schema, created_by)
+            session = resolve_session(workspace, session_id, output_schema, created_by, proxy)
             run = Run.objects.create(
                 workspace=workspace,
                 session=session,

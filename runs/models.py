@@ -18,6 +18,55 @@ from agent_platform.models import Workspace
 UUID_ID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
+class ProxyQuerySet(models.QuerySet["Proxy"]):
+    def for_workspace(self, workspace: Workspace) -> "ProxyQuerySet":
+        return self.filter(workspace=workspace)
+
+    def usable(self) -> "ProxyQuerySet":
+        return self.filter(deleted_at__isnull=True)
+
+
+class Proxy(models.Model):
+    """A workspace's own upstream proxy: the runs of a session that names it go out through it, behind the egress
+    guard (docs/proxies.md). Deleting one keeps its row without its URL, so a session that used it never goes out
+    directly by mistake and its runs still say which proxy they had."""
+
+    class Scheme(models.TextChoices):
+        HTTP = "http"
+        HTTPS = "https"
+        SOCKS5 = "socks5"
+
+    public_id = models.CharField(max_length=40, unique=True, default=ids.proxy_id, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="proxies")
+    name = models.CharField(max_length=100)
+    # What may be shown: where the proxy is and whether it takes credentials, never the credentials.
+    scheme = models.CharField(max_length=10, choices=Scheme.choices)
+    host = models.CharField(max_length=253)
+    port = models.PositiveIntegerField()
+    has_credentials = models.BooleanField(default=False)
+    # The whole URL, credentials included, sealed under SECRETS_KEY as run secrets are (runs.secret_box: {"sealed":
+    # token}); only a worker opens it. Emptied when the proxy is deleted.
+    sealed_url = models.JSONField(default=dict, blank=True, editable=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProxyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="proxy_ws_created")]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    @property
+    def address(self) -> str:
+        """scheme://host:port, the way events and pages name the proxy (never with credentials)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+
 class SessionQuerySet(models.QuerySet["Session"]):
     def for_workspace(self, workspace: Workspace) -> "SessionQuerySet":
         return self.filter(workspace=workspace)
@@ -36,6 +85,9 @@ class Session(models.Model):
     # The most the session's runs together may cost (v4's maxCostUsd); null: no session budget, only each run's cap.
     max_cost_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     browser_state = models.JSONField(null=True, blank=True)
+    # The upstream proxy every run of the session goes out through (a session property, like its schema); null: the
+    # egress guard connects directly. RESTRICT: a proxy is deleted softly, and only a workspace's deletion removes it.
+    proxy = models.ForeignKey(Proxy, null=True, blank=True, on_delete=models.RESTRICT, related_name="sessions")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import proxy_views, views
 
 app_name = "runs"
 
@@ -19,4 +19,6 @@ urlpatterns = [
     path("runs/<str:run_id>/files/<str:file_id>", views.run_file, name="file"),
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/<str:session_id>/", views.session_detail, name="session"),
+    path("settings/proxies/", proxy_views.proxy_create, name="proxy_create"),
+    path("settings/proxies/<str:proxy_id>/delete/", proxy_views.proxy_delete, name="proxy_delete"),
 ]

@@ -40,7 +40,7 @@ from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
 from .lifecycle import request_cancel
-from .models import UUID_ID, Event, Run, Session
+from .models import UUID_ID, Event, Proxy, Run, Session
 from .screenshots import content_type, storage_path
 
 
@@ -83,7 +83,9 @@ def demo_tasks(request: HttpRequest) -> list[dict[str, Any]]:
 def run_for_user(user: AbstractBaseUser | AnonymousUser, run_id: str) -> Run:
     """A run of one of the user's workspaces, else 404: another workspace's run is never revealed to exist."""
     return get_object_or_404(
-        Run.objects.select_related("session", "workspace"), **id_lookup(run_id), workspace__in=workspaces_of(user)
+        Run.objects.select_related("session", "session__proxy", "workspace"),
+        **id_lookup(run_id),
+        workspace__in=workspaces_of(user),
     )
 
 
@@ -398,6 +400,7 @@ def run_new(request: OperatorRequest) -> HttpResponse:
         {
             "workspace": workspace,
             "session": session,
+            "proxies": Proxy.objects.for_workspace(workspace).usable(),
             "session_schema_json": json.dumps(session.output_schema, indent=2)
             if session and session.output_schema
             else "",

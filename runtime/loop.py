@@ -21,7 +21,9 @@ from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
 from runs import evaluation, events, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, Session
+from runs.proxies import ProxyGone, open_proxy, proxy_policy
 from runs.screenshots import save_screenshot
+from runs.secret_box import SecretsUnavailable
 from runs.secrets import mask, prompt_section
 from runs.usage import Answered, compaction_iterations, read_usage, send_message
 from runtime.browser import live_view, tracing
@@ -29,6 +31,7 @@ from runtime.browser.downloads import RunDownloads
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
+from runtime.browser.upstream import UpstreamDialer
 
 from . import browser_call, context, extraction, files, notices, prompts
 from .browser_call import BrowserCrashed, crashed_if_gone
@@ -244,7 +247,22 @@ class AgentLoop:
             self.host, step, timeout=timeout or self.browser_timeout(), doing=doing, crashed=crashed
         )
 
+    def upstream_dialer(self) -> UpstreamDialer | None:
+        """The run's own upstream proxy (its session's), unsealed in this worker's memory; None: out directly. A
+        session whose proxy was deleted, or cannot be opened here, fails rather than go out without it."""
+        proxy = self.run.session.proxy
+        if proxy is None:
+            return None
+        try:
+            upstream = open_proxy(proxy)
+        except (ProxyGone, SecretsUnavailable) as error:
+            raise Stop(
+                Ending.failed(Run.ErrorCode.BROWSER_ERROR, f"The run's proxy cannot be used: {first_line(error)}")
+            ) from None
+        return UpstreamDialer(upstream, timeout=settings.PROXY_CONNECT_TIMEOUT_SECONDS, policy=proxy_policy())
+
     def open_browser(self) -> None:
+        upstream = self.upstream_dialer()
         self._host = host = self.host_factory()
         run = self.run
         guard = NetworkGuard(
@@ -266,6 +284,7 @@ class AgentLoop:
             context = await host.new_context(
                 storage_state=storage_state,
                 network_guard=guard,
+                upstream=upstream,
                 viewport=(
                     run.viewport_width or settings.BROWSER_VIEWPORT_WIDTH,
                     run.viewport_height or settings.BROWSER_VIEWPORT_HEIGHT,
@@ -340,6 +359,12 @@ class AgentLoop:
         for blocked in self.guard.take_unreported():
             self.record.event(
                 "network.blocked", {"url": blocked.url, "reason": blocked.reason, "proxy": blocked.by_proxy}
+            )
+        for failure in self.guard.take_proxy_failures():
+            # the proxy's address only: its credentials never leave the worker's memory
+            self.record.event(
+                "network.proxy_error",
+                {"proxy": failure.proxy, "reason": failure.reason, "destination": failure.destination},
             )
 
     def browse(self, use: BetaToolUseBlock) -> tuple[dict[str, Any], str | None]:

@@ -17,7 +17,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent_platform.netpolicy import BlockedRequest
-from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.network_guard import NetworkGuard, ProxyFailure
+from runtime.browser.upstream import UpstreamDialer, UpstreamProxyError
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ MAX_CONNECTIONS = 64  # per context: Chromium opens at most 6 per host and a few
 MAX_BYTES_PER_CONNECTION = 512 * 1024 * 1024
 CHUNK = 64 * 1024
 REFUSED_HEADER = "X-Pilothouse-Refused"
+PROXY_ERROR_HEADER = "X-Pilothouse-Proxy-Error"
 HOP_BY_HOP = frozenset({"proxy-connection", "proxy-authorization", "connection", "keep-alive"})
 
 
@@ -52,10 +54,13 @@ class EgressProxy:
         self,
         guard: NetworkGuard,
         *,
+        upstream: UpstreamDialer | None = None,
         max_connections: int = MAX_CONNECTIONS,
         max_bytes: int = MAX_BYTES_PER_CONNECTION,
     ) -> None:
         self.guard = guard
+        # the run's own upstream proxy: each connection the guard allowed goes through it, to the checked address
+        self.upstream = upstream
         self.max_bytes = max_bytes
         self._slots = asyncio.Semaphore(max_connections)
         self._server: asyncio.Server | None = None
@@ -122,10 +127,23 @@ class EgressProxy:
             self.guard.record(BlockedRequest(url=shown, reason=destination.refusal, is_navigation=False, by_proxy=True))
             await respond(writer, 403, f"Refused by the network policy: {destination.refusal}.", destination.refusal)
             return
-        upstream = await connect_first(destination.addresses, port)
-        if upstream is None:
-            await respond(writer, 502, f"Could not connect to {host}:{port}.")
-            return
+        if self.upstream is not None:
+            try:
+                upstream = await self.upstream.open(destination.addresses, port)
+            except UpstreamProxyError as error:
+                proxy = self.upstream.address
+                self.guard.record_proxy_failure(
+                    ProxyFailure(proxy=proxy, reason=error.reason, destination=f"{host}:{port}")
+                )
+                message = f"The upstream proxy {proxy} failed: {error.reason}."
+                await respond(writer, 502, message, proxy_error=error.reason)
+                return
+        else:
+            direct = await connect_first(destination.addresses, port)
+            if direct is None:
+                await respond(writer, 502, f"Could not connect to {host}:{port}.")
+                return
+            upstream = direct
         up_reader, up_writer = upstream
         try:
             if request.method == "CONNECT":
@@ -254,7 +272,9 @@ async def closing_response_head(source: asyncio.StreamReader, chunk: bytes) -> b
     return b"\r\n".join(lines) + separator + rest
 
 
-async def respond(writer: asyncio.StreamWriter, status: int, message: str, refusal: str | None = None) -> None:
+async def respond(
+    writer: asyncio.StreamWriter, status: int, message: str, refusal: str | None = None, proxy_error: str | None = None
+) -> None:
     reasons = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 503: "Service Unavailable"}
     body = (
         "<!doctype html><html><head><meta charset='utf-8'><title>Refused</title></head><body><p>"
@@ -269,6 +289,8 @@ async def respond(writer: asyncio.StreamWriter, status: int, message: str, refus
     ]
     if refusal is not None:
         head.append(f"{REFUSED_HEADER}: {refusal.encode('ascii', 'replace').decode()}")
+    if proxy_error is not None:
+        head.append(f"{PROXY_ERROR_HEADER}: {proxy_error.encode('ascii', 'replace').decode()}")
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body)
     with contextlib.suppress(ConnectionError):
         await writer.drain()

@@ -24,6 +24,7 @@ from agent_platform import metrics
 from runtime.browser import reaper as browser_reaper
 from runtime.browser.egress_proxy import EgressProxy
 from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.upstream import UpstreamDialer
 
 log = logging.getLogger(__name__)
 
@@ -145,19 +146,23 @@ class BrowserHost:
         viewport: tuple[int, int] = DEFAULT_VIEWPORT,
         network_guard: NetworkGuard | None = None,
         accept_downloads: bool = False,
+        upstream: UpstreamDialer | None = None,
     ) -> BrowserContext:
         """A fresh BrowserContext (one per run) on the shared Chromium, optionally carrying a saved storage state.
 
         With a `network_guard`, every connection of the context goes through an egress proxy of its own that enforces
-        the guard on the address it connects to; the proxy closes with the context.
+        the guard on the address it connects to; the proxy closes with the context. With an `upstream` too, that
+        proxy forwards each allowed connection through the run's own upstream proxy.
         """
+        if upstream is not None and network_guard is None:
+            raise ValueError("an upstream proxy is used only behind the egress guard")
         if self._closed:
             raise RuntimeError("this BrowserHost is closed")
         browser = await self._ensure_browser()
         width, height = viewport
         proxy = None
         if network_guard is not None:
-            proxy = await EgressProxy(network_guard).start()
+            proxy = await EgressProxy(network_guard, upstream=upstream).start()
         try:
             context = await browser.new_context(
                 # Playwright sends loopback through a context's proxy too (Chromium's `<-loopback>` bypass rule) unless

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from anthropic.tools import ToolError
 from anthropic.tools.browser import BetaURLContext
@@ -15,9 +18,48 @@ from agent_platform import metrics
 from agent_platform.netpolicy import BlockedRequest, NetworkPolicy, normalize_url
 
 
+@dataclass(frozen=True)
+class ProxyFailure:
+    """The run's upstream proxy could not give a tunnel to a destination the policy allowed."""
+
+    proxy: str
+    """scheme://host:port of the proxy, never its credentials."""
+    reason: str
+    destination: str
+
+
 class NetworkGuard(NetworkPolicy):
     """The network policy of one run's browser, installed on its BrowserContext (`install`) and asked by the
-    toolset before each navigate (`url_policy`); the egress proxy asks it (`destination`) before each connection."""
+    toolset before each navigate (`url_policy`); the egress proxy asks it (`destination`) before each connection,
+    and tells it when the run's upstream proxy failed (`record_proxy_failure`)."""
+
+    def __init__(self, **policy: Any) -> None:
+        super().__init__(**policy)
+        self.proxy_failures: deque[ProxyFailure] = deque(maxlen=50)
+        self.proxy_failure_count = 0
+        self._unreported_failures: deque[ProxyFailure] = deque(maxlen=50)
+        self._reported_failures: set[tuple[str, str]] = set()
+
+    def record_proxy_failure(self, failure: ProxyFailure) -> None:
+        """Keep it for the agent's tool result and, once per destination and reason, a `network.proxy_error` event."""
+        self.proxy_failures.append(failure)
+        self.proxy_failure_count += 1
+        if (failure.destination, failure.reason) not in self._reported_failures:
+            self._reported_failures.add((failure.destination, failure.reason))
+            self._unreported_failures.append(failure)
+
+    def take_proxy_failures(self) -> list[ProxyFailure]:
+        """The failures not yet reported, oldest first: the loop turns them into `network.proxy_error` events."""
+        taken = []
+        while self._unreported_failures:
+            taken.append(self._unreported_failures.popleft())
+        return taken
+
+    def proxy_failure_since(self, count: int) -> ProxyFailure | None:
+        """The latest proxy failure after the `count`-th one: why a navigation failed when the proxy was at fault."""
+        if self.proxy_failure_count <= count or not self.proxy_failures:
+            return None
+        return self.proxy_failures[-1]
 
     def record(self, blocked: BlockedRequest) -> None:
         """A refusal of the browser's (a route's, a redirect hop's, the egress proxy's), counted for Prometheus."""

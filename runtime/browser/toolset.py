@@ -61,7 +61,7 @@ from agent_platform.lib.text import bounded, first_line
 from agent_platform.netpolicy import BlockedRequest, normalize_url
 from runs.secrets import SecretRefusedHere, UnknownSecret, substitute
 from runtime.browser.downloads import RunDownloads
-from runtime.browser.egress_proxy import REFUSED_HEADER
+from runtime.browser.egress_proxy import PROXY_ERROR_HEADER, REFUSED_HEADER
 from runtime.browser.navigation import LOAD_GRACE_MS, SCROLL_AT_POINT, NavigationWatch, settled
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.parsing import (
@@ -106,6 +106,14 @@ READ_PAGE_DEFAULT_DEPTH = 15
 
 
 KEY_ALIASES.update({f"f{n}": f"F{n}" for n in range(1, 13)})
+
+
+def proxy_failure_text(target: str, proxy: str, reason: str) -> str:
+    """The tool result of a navigation the run's upstream proxy failed: the agent should not retry blindly."""
+    return (
+        f"Navigation to {target} failed: the run's upstream proxy {proxy} failed: {reason}. Every page goes through "
+        "this proxy, so other pages will likely fail the same way; report it rather than retrying many times."
+    )
 
 
 async def approve(context: BetaConfirmContext) -> bool:
@@ -415,6 +423,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         target = normalize_url(url)
         self._navigating = True
         refusals_before = self.network_guard.refusal_count if self.network_guard else 0
+        failures_before = self.network_guard.proxy_failure_count if self.network_guard else 0
         try:
             response = await page.goto(target, wait_until="domcontentloaded")
         except PlaywrightError as exc:
@@ -429,9 +438,19 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
                 )
             if refusal is not None:
                 raise ToolError(f"Navigation refused by the network policy: {refusal}.") from None
+            failure = self.network_guard.proxy_failure_since(failures_before) if self.network_guard else None
+            if failure is not None:
+                raise ToolError(proxy_failure_text(target, failure.proxy, failure.reason)) from None
             raise ToolError(f"Navigation to {target} failed: {first_line(exc)}") from None
         finally:
             self._navigating = False
+        if response is not None and response.headers.get(PROXY_ERROR_HEADER.lower()):
+            # a plain http:// page: the egress proxy answered for the upstream proxy that failed
+            failure = self.network_guard.proxy_failure_since(failures_before) if self.network_guard else None
+            proxy = failure.proxy if failure else "of this run"
+            reason = failure.reason if failure else response.headers[PROXY_ERROR_HEADER.lower()]
+            await leave_page(page)
+            raise ToolError(proxy_failure_text(target, proxy, reason))
         if response is not None and self.network_guard is not None:
             refusal = await self.network_guard.redirect_refusal(response.request)
             if refusal is None and response.headers.get(REFUSED_HEADER.lower()):

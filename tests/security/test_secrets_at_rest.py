@@ -2,9 +2,6 @@
 the real value into the page, and a key rotation keeps old sealed secrets readable."""
 
 import re
-import sqlite3
-import subprocess
-from contextlib import closing
 
 import pytest
 from cryptography.fernet import Fernet
@@ -14,6 +11,7 @@ from runs.models import Run
 from runs.secret_box import SEALED, SecretsUnavailable, seal, unseal
 from tests import messages_stub as stub_fixtures
 from tests.support import sites, workers
+from tests.support.canaries import database_dump
 from tests.support.clients import ApiClient
 from tests.support.launching import finished
 from tests.support.replies import browser, done, last_tool_result_text
@@ -26,20 +24,6 @@ fault_worker = workers.fault_worker
 fault_site = sites.fault_site
 
 PASSWORD = "canary-at-rest-9f3c2e"
-
-
-def database_dump() -> str:
-    """A dump of the test database, as an operator (or an attacker with a backup) would read it: pg_dump, or on
-    SQLite the SQL of every row, read through a connection of its own (so the WAL's pages are in it too)."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        with closing(sqlite3.connect(db["NAME"])) as dump_connection:
-            return "\n".join(dump_connection.iterdump())
-    return subprocess.run(
-        ["pg_dump", "--data-only", "-h", db["HOST"] or "127.0.0.1", "-p", str(db["PORT"] or 5432),
-         "-U", db["USER"] or "postgres", db["NAME"]],
-        capture_output=True, text=True, check=True, timeout=60,
-    ).stdout  # fmt: skip
 
 
 @pytest.mark.worker
