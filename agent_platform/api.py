@@ -353,6 +353,7 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 api.add_router("/", "runs.api.router")
 api.add_router("/", "runs.judging.api.router")
+api.add_router("/", "runs.profiles.api.router")
 api.add_router("/", "agent_platform.usage_api.router")
 api.add_router("/", "evals.api.router")
 api.add_router("/", "webhooks.api.router")

@@ -27,6 +27,7 @@ from .judging.models import Outcome
 from .judging.services import clean_judge_context
 from .lifecycle import enqueue
 from .models import Run, Session
+from .profiles.models import Profile
 from .secret_box import seal
 from .secrets import secrets_problem
 
@@ -290,6 +291,32 @@ def clean_idempotency_key(key: object) -> str | None:
     return key
 
 
+def profile_for_launch(workspace: Workspace, profile_id: object, *, session_id: object) -> Profile | None:
+    """The workspace's profile a launch names, or None; any other id is invalid_request naming profile_id."""
+    if profile_id is None or profile_id == "":
+        return None
+    if not isinstance(profile_id, str):
+        raise InvalidRequest.of_field("profile_id", "must be a string")
+    if session_id:
+        raise InvalidRequest.of_field(
+            "profile_id",
+            "is taken only on a session's first run: a follow-up continues its session's browser, which started "
+            "from the first run's profile; omit profile_id, or start a new session.",
+        )
+    profile = Profile.objects.for_workspace(workspace).filter(public_id=profile_id[:60]).first()
+    if profile is None:
+        raise InvalidRequest.of_field("profile_id", f"no profile '{profile_id[:60]}' in this workspace")
+    return profile
+
+
+def clean_save_profile(save_profile: object) -> bool:
+    if save_profile is None:
+        return True
+    if not isinstance(save_profile, bool):
+        raise InvalidRequest.of_field("save_profile", "must be true or false")
+    return save_profile
+
+
 # --- the launch ----------------------------------------------------------------------------------------------------
 
 
@@ -382,6 +409,8 @@ def launch_run(
     created_by: User | None = None,
     idempotency_key: object = None,
     max_cost_usd: object = None,
+    profile_id: object = None,
+    save_profile: object = None,
 ) -> Launched:
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
@@ -397,7 +426,8 @@ def launch_run(
             task=task, session_id=session_id, start_url=start_url, model=model, max_turns=max_turns,
             output_schema=output_schema, judge=judge, judge_context=judge_context, outcome=outcome,
             allowed_domains=allowed_domains, metadata=metadata, allow_javascript=allow_javascript, secrets=secrets,
-            effort=effort, thinking=thinking, max_cost_usd=max_cost_usd,
+            effort=effort, thinking=thinking, max_cost_usd=max_cost_usd, profile_id=profile_id,
+            save_profile=save_profile,
         )  # fmt: skip
         existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is not None:
@@ -414,6 +444,8 @@ def launch_run(
         "metadata": clean_metadata(metadata),
         "secrets": seal(clean_secrets(secrets)),  # encrypted at rest; only the worker opens them
         "max_cost_usd": clean_max_cost_usd(max_cost_usd, workspace),
+        "profile": profile_for_launch(workspace, profile_id, session_id=session_id),
+        "save_profile": clean_save_profile(save_profile),
     }
     if not isinstance(judge, bool):
         raise invalid("judge", "must be true or false")

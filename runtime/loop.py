@@ -20,8 +20,9 @@ from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
 from runs import evaluation, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
-from runs.models import Run, Session
+from runs.models import Run
 from runs.screenshots import save_screenshot
+from runs.secret_box import SecretsUnavailable
 from runs.secrets import mask, prompt_section
 from runs.usage import Answered, compaction_iterations, read_usage, send_message
 from runtime.browser import live_view, tracing
@@ -29,7 +30,7 @@ from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
 
-from . import browser_call, context, extraction, notices, prompts
+from . import browser_call, context, extraction, notices, profile_state, prompts
 from .browser_call import BrowserCrashed, crashed_if_gone
 from .calls import (
     CallResult,
@@ -272,7 +273,10 @@ class AgentLoop:
             return toolset
 
         self._guard = guard
-        state = run.session.browser_state or None
+        try:
+            state = profile_state.starting_state(run)
+        except SecretsUnavailable as error:
+            raise Stop(Ending.failed("", str(error))) from None
 
         def open_context(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
             return self.browser(
@@ -371,7 +375,9 @@ class AgentLoop:
         return masked
 
     def close_browser(self) -> None:
-        """Record the final view, keep the session's cookies and storage for its follow-up runs, close the context."""
+        """Record the final view, keep the session's cookies and storage for its follow-up runs and write them to
+        the run's profile (unless it said save_profile false), close the context. A run whose browser failed writes
+        nothing: its state may be half."""
         if self._toolset is None:
             return
         try:
@@ -388,7 +394,10 @@ class AgentLoop:
                 state = self.browser(
                     self.toolset.storage_state(), doing="give its storage state", timeout=BROWSER_SETUP_TIMEOUT_SECONDS
                 )
-                Session.objects.filter(pk=self.run.session_id).update(browser_state=state)
+                profile_state.keep_session_state(self.run, state)
+                profile = profile_state.write_profile(self.run, state)
+                if profile is not None:
+                    self.record.event("profile.saved", profile_state.saved_event(profile))
         except Exception:
             log.warning("run %s: could not save the browser state", self.run.public_id, exc_info=True)
         finally:

@@ -29,6 +29,7 @@ from runtime.browser.host import BrowserHost
 from runtime.browser.reaper import reap_orphans
 from runtime.loop import AgentLoop
 from runtime.prompts import done_tool
+from runtime.sign_in import SignInSession
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def execute_run(run_id: int, *, worker: str) -> None:
     if run is None:
         log.warning("execute_run: run %s does not exist", run_id)
         return
-    if settings.SCRIPTED_MODEL:
+    if settings.SCRIPTED_MODEL and run.kind == Run.Kind.AGENT:
         Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(scripted=True)
         run.scripted = True
     if not lifecycle.mark_started(run, worker):
@@ -167,7 +168,10 @@ def execute_run(run_id: int, *, worker: str) -> None:
             except SecretsUnavailable as error:
                 lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
                 return
-            AgentLoop(run, browser_host).execute()
+            if run.kind == Run.Kind.SIGN_IN:
+                SignInSession(run, browser_host).execute()  # no agent: the operator drives, then saves
+            else:
+                AgentLoop(run, browser_host).execute()
         finally:
             ended = Run.objects.filter(pk=run.pk).first()
             if ended is not None:
