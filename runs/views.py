@@ -40,6 +40,7 @@ from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
 from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Run, Session
+from .profiles.models import Profile
 from .screenshots import content_type, storage_path
 
 
@@ -82,7 +83,9 @@ def demo_tasks(request: HttpRequest) -> list[dict[str, Any]]:
 def run_for_user(user: AbstractBaseUser | AnonymousUser, run_id: str) -> Run:
     """A run of one of the user's workspaces, else 404: another workspace's run is never revealed to exist."""
     return get_object_or_404(
-        Run.objects.select_related("session", "workspace"), **id_lookup(run_id), workspace__in=workspaces_of(user)
+        Run.objects.select_related("session", "workspace", "profile"),
+        **id_lookup(run_id),
+        workspace__in=workspaces_of(user),
     )
 
 
@@ -394,6 +397,9 @@ def run_new(request: OperatorRequest) -> HttpResponse:
             "default_model": settings.DEFAULT_MODEL,
             "models": models,
             "models_unavailable": models_unavailable,
+            # A follow-up continues its session's browser: only a session's first run starts from a profile.
+            "profiles": [] if session else list(Profile.objects.for_workspace(workspace).order_by("name")),
+            "save_profile_checked": request.method != "POST" or bool(request.POST.get("save_profile")),
             "effort_levels": ["low", "medium", "high", "xhigh", "max"],
             "thinking_modes": ["adaptive", "between_tools", "disabled"],
             "max_turns_limit": MAX_TURNS_LIMIT,
