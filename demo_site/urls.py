@@ -1,8 +1,8 @@
-"""Demo site URLs: the landing page, the shop with its product pages, and the contact form."""
+"""Demo site URLs: the landing page, the shop with its product pages, the contact form and the customer account."""
 
 from django.urls import path
 
-from . import views
+from . import account, views
 
 app_name = "demo_site"
 urlpatterns = [
@@ -11,4 +11,7 @@ urlpatterns = [
     path("shop/<slug:slug>/", views.product_detail, name="product"),
     path("contact/", views.contact, name="contact"),
     path("contact/thanks/", views.contact_thanks, name="contact_thanks"),
+    path("account/", account.account, name="account"),
+    path("account/sign-in/", account.sign_in, name="sign_in"),
+    path("account/sign-out/", account.sign_out, name="sign_out"),
 ]

@@ -21,10 +21,19 @@ ITEMS_SCHEMA = {
 
 LIST_PRODUCTS = "List the products on the first page of the demo shop with their prices."
 CONTACT = "Send the demo shop's contact form asking how to return the Cedar Notebook."
+SIGN_IN = (
+    "Sign in to my demo shop account with the email and password in this run's secrets, then say who is signed in."
+)
+ACCOUNT = "Open my demo shop account page and tell me who is signed in, without signing in again."
+# The profile the two sign-in presets share: the first signs in and saves it, the second lands signed in with it.
+DEMO_PROFILE_NAME = "Demo shop account"
+# The demo customer (demo_site.account), as run secrets: the agent types placeholders, never sees them.
+DEMO_SECRETS = {"SHOP_USER": "ada@example.com", "SHOP_PASSWORD": "northwind-demo"}
 
 
 def demo_tasks(base_url: str) -> list[dict[str, Any]]:
-    """Launch arguments for each demo task, with start URLs under `base_url` (the demo site's own server)."""
+    """Launch arguments for each demo task, with start URLs under `base_url` (the demo site's own server). A task
+    with `profile` runs on the workspace's profile of that name (the launch form selects it; seed_demo creates it)."""
     root = base_url.rstrip("/")
     return [
         {
@@ -52,5 +61,19 @@ def demo_tasks(base_url: str) -> list[dict[str, Any]]:
             "task": CONTACT,
             "start_url": f"{root}/demo/contact/",
             "judge": True,
+        },
+        {
+            "label": "Demo shop: sign in, saved to a profile",
+            "task": SIGN_IN,
+            "start_url": f"{root}/demo/account/sign-in/",
+            "secrets": DEMO_SECRETS,
+            "profile": DEMO_PROFILE_NAME,
+        },
+        {
+            "label": "Demo shop: account page, signed in by the profile",
+            "task": ACCOUNT,
+            "start_url": f"{root}/demo/account/",
+            "profile": DEMO_PROFILE_NAME,
+            "seed": False,  # it needs the sign-in's profile saved first: the operator launches it after
         },
     ]

@@ -71,12 +71,22 @@ KNOWN_TYPES = frozenset(
 VIOLATION_PREFIX = "output_schema_violation"
 
 
-def demo_tasks(request: HttpRequest) -> list[dict[str, Any]]:
-    """The bundled demo tasks the scripted model knows, as one-click presets of the launch form (schema as text)."""
+def demo_tasks(workspace: Workspace) -> list[dict[str, Any]]:
+    """The bundled demo tasks the scripted model knows, as one-click presets of the launch form (schema and secrets
+    as the form's text, a profile by the workspace's profile of that name)."""
+    profiles = dict(Profile.objects.for_workspace(workspace).values_list("name", "public_id"))
     presets = []
     for demo in bundled_demo_tasks(settings.DEMO_BASE_URL):
         schema = demo.get("output_schema")
-        presets.append({**demo, "output_schema": json.dumps(schema, indent=2) if schema else ""})
+        secrets = "\n".join(f"{name}={value}" for name, value in (demo.get("secrets") or {}).items())
+        presets.append(
+            {
+                **demo,
+                "output_schema": json.dumps(schema, indent=2) if schema else "",
+                "secrets": secrets,
+                "profile_id": profiles.get(demo.get("profile") or "", ""),
+            }
+        )
     return presets
 
 
@@ -392,7 +402,7 @@ def run_new(request: OperatorRequest) -> HttpResponse:
             "values": values,
             "error": error,
             "judge_context": judge_context + [""] * (len(JUDGE_CONTEXT_SLOTS) - len(judge_context)),
-            "demo_tasks": demo_tasks(request),
+            "demo_tasks": demo_tasks(workspace),
             "max_turns_default": settings.RUN_DEFAULT_MAX_TURNS,
             "default_model": settings.DEFAULT_MODEL,
             "models": models,
@@ -410,7 +420,7 @@ def run_new(request: OperatorRequest) -> HttpResponse:
                 "allowed": sorted(ALLOWED_KEYWORDS),
                 "session_schema": session.output_schema if session else None,
                 "in_session": session is not None,
-                "presets": demo_tasks(request),
+                "presets": demo_tasks(workspace),
                 "models": models,
             },
         },
