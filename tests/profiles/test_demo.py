@@ -99,3 +99,29 @@ def test_seed_demo_creates_the_profile_and_launches_only_the_sign_in(acme: Works
     assert not runs.filter(
         task=preset("http://x", "Demo shop: account page, signed in by the profile")["task"]
     ).exists()
+
+
+@pytest.mark.urls("demo_site.server_urls")
+def test_the_demo_sign_in_sets_an_http_only_session_cookie_and_the_account_page_reads_it(client):
+    assert "Sign in to your account" in client.get("/demo/account/sign-in/").text
+    wrong = client.post("/demo/account/sign-in/", {"email": "ada@example.com", "password": "guess"})
+    assert wrong.status_code == 400 and "do not match" in wrong.text
+    assert "northwind_session" not in wrong.cookies
+    assert "You are not signed in" in client.get("/demo/account/").text
+
+    right = client.post("/demo/account/sign-in/", {"email": "ada@example.com", "password": "northwind-demo"})
+    assert right.status_code == 200 and "Welcome back, Ada Lovelace" in right.text
+    cookie = right.cookies["northwind_session"]
+    assert cookie["httponly"] and "ada@example.com" in cookie.value  # signed, not encrypted: it is the demo's
+    assert 'localStorage.setItem("northwind_customer"' in right.text
+    assert "Signed in as Ada Lovelace (ada@example.com)." in client.get("/demo/account/").text
+
+    signed_out = client.post("/demo/account/sign-out/")
+    assert "You signed out" in signed_out.text
+    assert "You are not signed in" in client.get("/demo/account/").text
+
+
+@pytest.mark.urls("demo_site.server_urls")
+def test_a_forged_session_cookie_signs_no_one_in(client):
+    client.cookies["northwind_session"] = "ada@example.com"
+    assert "You are not signed in" in client.get("/demo/account/").text
