@@ -63,14 +63,14 @@ def demo_tasks(base_url: str) -> list[dict[str, Any]]:
             "judge": True,
         },
         {
-            "label": "Demo shop: sign in, saved to a profile",
+            "label": "Demo shop: sign in, save to a profile",
             "task": SIGN_IN,
             "start_url": f"{root}/demo/account/sign-in/",
             "secrets": DEMO_SECRETS,
             "profile": DEMO_PROFILE_NAME,
         },
         {
-            "label": "Demo shop: account page, signed in by the profile",
+            "label": "Demo shop: account via the profile",
             "task": ACCOUNT,
             "start_url": f"{root}/demo/account/",
             "profile": DEMO_PROFILE_NAME,

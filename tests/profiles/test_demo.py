@@ -42,8 +42,8 @@ def preset(base_url: str, task_label: str) -> dict:
 
 def test_the_demo_signs_in_once_and_the_profile_lands_signed_in(acme, demo_base_url, demo_worker):
     base = demo_base_url.rstrip("/")
-    sign_in = preset(base, "Demo shop: sign in, saved to a profile")
-    account = preset(base, "Demo shop: account page, signed in by the profile")
+    sign_in = preset(base, "Demo shop: sign in, save to a profile")
+    account = preset(base, "Demo shop: account via the profile")
     profile = Profile.objects.create(workspace=acme, name=DEMO_PROFILE_NAME)
     first = finished(
         enqueue(
@@ -79,7 +79,7 @@ def test_the_demo_signs_in_once_and_the_profile_lands_signed_in(acme, demo_base_
 
 
 def test_without_the_profile_the_account_page_says_no_one_is_signed_in(acme, demo_base_url, demo_worker):
-    account = preset(demo_base_url.rstrip("/"), "Demo shop: account page, signed in by the profile")
+    account = preset(demo_base_url.rstrip("/"), "Demo shop: account via the profile")
     run = finished(enqueue(make_run(acme, task=account["task"], start_url=account["start_url"]), queue=QUEUE))
     assert run.status == Run.Status.FAILED and run.success is False  # the agent's own verdict: not signed in
     assert "no one is signed in" in run.output
@@ -96,9 +96,7 @@ def test_seed_demo_creates_the_profile_and_launches_only_the_sign_in(acme: Works
     profile = Profile.objects.get(workspace=acme, name=DEMO_PROFILE_NAME)
     runs = Run.objects.filter(pk__in=launched)
     assert [run.profile_id for run in runs if run.profile_id] == [profile.pk]
-    assert not runs.filter(
-        task=preset("http://x", "Demo shop: account page, signed in by the profile")["task"]
-    ).exists()
+    assert not runs.filter(task=preset("http://x", "Demo shop: account via the profile")["task"]).exists()
 
 
 @pytest.mark.urls("demo_site.server_urls")

@@ -108,3 +108,18 @@ def test_the_launch_form_offers_the_workspaces_profiles(alice_client, acme, umbr
     session = run.session
     follow_up = alice_client.get(reverse("runs:new") + f"?session={session.public_id}").content.decode()
     assert 'id="id_profile_id"' not in follow_up  # a follow-up continues its session's browser
+
+
+def test_the_admin_shows_a_profile_without_its_state(acme, db):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    staff = get_user_model().objects.create_user(username="root", is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(staff)
+    profile = make_profile(
+        acme, **Profile.sealed_fields({"cookies": [{"name": "a", "value": "admin-cookie-7", "domain": "x.test"}]})
+    )
+    html = client.get(reverse("admin:runs_profile_change", args=[profile.pk])).content.decode()
+    assert profile.public_id in html and "x.test" in html
+    assert "admin-cookie-7" not in html and profile.sealed_state not in html
