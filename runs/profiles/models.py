@@ -2,6 +2,7 @@
 
 import json
 from typing import Any
+from uuid import uuid4
 
 from django.db import models
 from django.utils import timezone
@@ -48,6 +49,8 @@ class Profile(models.Model):
     """
 
     public_id = models.CharField(max_length=40, unique=True, default=profile_id, editable=False)
+    # The id Browser Use's v4 API would know the profile by (its ids are UUIDs), as sessions and runs have.
+    uuid = models.UUIDField(unique=True, default=uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="profiles")
     name = models.CharField(max_length=NAME_MAX_CHARS)
     # A Fernet token of the storage state's JSON; "" for a profile no run has written yet.
