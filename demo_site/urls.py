@@ -1,8 +1,9 @@
-"""Demo site URLs: the landing page, the shop with its product pages, the contact form, the invoice and the upload form."""
+"""Demo site URLs: the landing page, the shop with its product pages, the contact form, the invoice, the upload form
+and the customer account."""
 
 from django.urls import path
 
-from . import files_views, views
+from . import account, files_views, views
 
 app_name = "demo_site"
 urlpatterns = [
@@ -14,4 +15,7 @@ urlpatterns = [
     path("invoice/", files_views.invoice, name="invoice"),
     path("invoice/download/", files_views.invoice_download, name="invoice_download"),
     path("upload/", files_views.upload, name="upload"),
+    path("account/", account.account, name="account"),
+    path("account/sign-in/", account.sign_in, name="sign_in"),
+    path("account/sign-out/", account.sign_out, name="sign_out"),
 ]

@@ -49,11 +49,6 @@ WAIT_MAX_SECONDS = 900
 # The events that say a turn happened, with its number (runtime.calls.tool_use_event, the loop's agent.message).
 TURN_EVENTS = ("agent.tool_use", "agent.message")
 
-PROFILES_MISSING = (
-    "browser profiles are not available in Pilothouse yet; launch without profile_id (to continue in the same "
-    "browser state, pass the session_id of an earlier run)"
-)
-
 INSTRUCTIONS = """Pilothouse runs browser agents: Claude driving a real Chromium, in the API key's workspace.
 Launch a run with launch_run (a task, usually a start_url; an output_schema for structured data; judge: true for a
 second reading), then call wait_for_run with its id: it reports each turn as progress and returns the finished run,
@@ -241,7 +236,12 @@ async def launch_run(
     ] = None,
     profile_id: Annotated[
         str | None,
-        Field(description="Not available yet: Pilothouse has no browser profiles; a run naming one is refused."),
+        Field(
+            description="Start the browser from this profile (a workspace's saved sign-in: cookies, local storage, "
+            "IndexedDB), such as 'prof_4k2j9x0c7v1b8n3m5q6w2e7r'; the run writes its final state back when it ends. "
+            "Only on a session's first run: a follow-up with session_id continues its session's browser.",
+            max_length=60,
+        ),
     ] = None,
 ) -> Annotated[CallToolResult, RunOut]:
     """Launch a browser-agent run in the workspace and return it, queued. Follow it with wait_for_run (progress per
@@ -249,8 +249,6 @@ async def launch_run(
     output_schema, data."""
 
     def work(request: McpRequest) -> CallToolResult:
-        if profile_id is not None:
-            raise InvalidRequest.of_field("profile_id", PROFILES_MISSING)
         launched = launch.launch_run(
             request.workspace,
             task=task,
@@ -262,6 +260,7 @@ async def launch_run(
             max_turns=max_turns,
             max_cost_usd=max_cost_usd,
             session_id=session_id,
+            profile_id=profile_id,
         )
         return structured(as_api_json(RunOut, run_out(reload(request, launched.run))))
 

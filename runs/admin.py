@@ -21,6 +21,7 @@ from agent_platform.admin import dollars
 from .files import StoredFile
 from .judging.models import Judgment, latest_judge_verdict
 from .models import Event, Proxy, Run, Session
+from .profiles.models import Profile
 
 # Signals the runtime counts (Run.signals JSON), as integer annotations so the changelist can sort by them.
 COUNTED_SIGNALS = ["turns", "budget_notices", "loop_nudges", "stagnation_nudges"]
@@ -441,6 +442,34 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the st
         if obj.pk is None:
             return "-"
         return format_html_join(" · ", '<a href="{}">{}</a>', self.related_links(obj))
+
+
+@admin.register(Profile)
+class ProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
+    """Profiles without their state: the sealed token is neither shown nor editable (docs/profiles.md)."""
+
+    list_display = ["public_id", "name", "workspace", "size_bytes", "last_used_at", "created_at"]
+    list_select_related = ["workspace"]
+    search_fields = ["public_id", "name"]
+    fields = [
+        "public_id",
+        "workspace",
+        "name",
+        "cookie_domains",
+        "size_bytes",
+        "created_at",
+        "updated_at",
+        "last_used_at",
+    ]
+    readonly_fields = [
+        "public_id",
+        "workspace",
+        "cookie_domains",
+        "size_bytes",
+        "created_at",
+        "updated_at",
+        "last_used_at",
+    ]
 
 
 @admin.register(Event)

@@ -23,11 +23,12 @@ from .launch import launch_run
 from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Run, Session
 from .queueing import depth
+from .profiles.models import Profile
 
 router = Router()
 
 Found = TypeVar("Found", bound=Model)
-Paged = TypeVar("Paged", Run, Session)
+Paged = TypeVar("Paged", Run, Session, Profile)
 
 PUBLIC_ID = re.compile(r"^[a-z]{2,8}_[0-9a-z]{1,40}$")
 PAGE_DEFAULT = 20
@@ -103,6 +104,15 @@ class RunIn(Schema):
         description="Values the agent may type without seeing them ({NAME: value}, names like SHOP_PASSWORD): it "
         "sees {{secret:NAME}} placeholders, every event shows them masked, and no response returns them.",
     )
+    profile_id: StrictStr | None = Field(
+        None,
+        description="Start the browser from this profile (prof_…; its cookies, local storage and IndexedDB). Only "
+        "on a session's first run: a follow-up continues its session's browser.",
+    )
+    save_profile: StrictBool | None = Field(
+        None,
+        description="Write the run's final browser state back to its profile when it ends (default true).",
+    )
 
 
 class RunErrorOut(Schema):
@@ -152,6 +162,9 @@ class OutcomeOut(Schema):
 class RunOut(Schema):
     id: str
     session_id: str
+    kind: Literal["agent", "sign_in"] = Field(description="agent, or sign_in: a sign-in by hand (no model requests).")
+    profile_id: str | None = Field(description="The profile the run's browser started from, if any.")
+    save_profile: bool = Field(description="Whether the run writes its final browser state back to its profile.")
     status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
     task: str
     start_url: str
@@ -228,7 +241,7 @@ ERRORS = ERROR_RESPONSES
 def runs_of(request: ApiRequest) -> QuerySet[Run]:
     return (
         Run.objects.for_workspace(request.workspace)
-        .select_related("session", "session__proxy", "outcome")
+        .select_related("session", "session__proxy", "outcome", "profile")
         # The judge's records of the run; their own orderings put the latest judgment first and the evaluation cycles
         # in order.
         .prefetch_related("judgments", "outcome__evaluations")
@@ -280,6 +293,9 @@ def run_out(run: Run) -> dict[str, Any]:
     return {
         "id": run.public_id,
         "session_id": run.session.public_id,
+        "kind": run.kind,
+        "profile_id": run.profile.public_id if run.profile is not None else None,
+        "save_profile": run.save_profile,
         "status": run.status,
         "task": run.task,
         "start_url": run.start_url,
@@ -317,7 +333,7 @@ def reload(request: ApiRequest, run: Run) -> Run:
 # --- cursors: opaque, over (created_at, id) so pages stay stable while new rows arrive --------------------------------
 
 
-def encode_cursor(row: Run | Session) -> str:
+def encode_cursor(row: Run | Session | Profile) -> str:
     raw = json.dumps([row.created_at.isoformat(), row.pk]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 

@@ -49,6 +49,7 @@ def launch_arguments(post: QueryDict) -> dict[str, Any]:
             del outcome["max_iterations"]
     judge = bool(post.get("judge"))
     secrets = secrets_from(post.get("secrets", ""))
+    profile_id = post.get("profile_id", "").strip() or None
     return {
         "task": post.get("task", ""),
         "session_id": post.get("session_id", "").strip() or None,
@@ -65,6 +66,8 @@ def launch_arguments(post: QueryDict) -> dict[str, Any]:
         "secrets": secrets,
         # a follow-up keeps its session's proxy: the form sends none then
         "proxy_id": post.get("proxy_id", "").strip() or None,
+        "profile_id": profile_id,
+        "save_profile": bool(post.get("save_profile")) if profile_id else None,
     }
 
 

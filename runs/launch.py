@@ -28,6 +28,7 @@ from .files import clean_file_ids
 from .judging.models import Outcome
 from .judging.services import clean_judge_context
 from .models import Proxy, Run, Session
+from .profiles.models import Profile
 from .secret_box import seal
 from .secrets import secrets_problem
 
@@ -291,6 +292,32 @@ def clean_idempotency_key(key: object) -> str | None:
     return key
 
 
+def profile_for_launch(workspace: Workspace, profile_id: object, *, session_id: object) -> Profile | None:
+    """The workspace's profile a launch names, or None; any other id is invalid_request naming profile_id."""
+    if profile_id is None or profile_id == "":
+        return None
+    if not isinstance(profile_id, str):
+        raise InvalidRequest.of_field("profile_id", "must be a string")
+    if session_id:
+        raise InvalidRequest.of_field(
+            "profile_id",
+            "is taken only on a session's first run: a follow-up continues its session's browser, which started "
+            "from the first run's profile; omit profile_id, or start a new session.",
+        )
+    profile = Profile.objects.for_workspace(workspace).filter(public_id=profile_id[:60]).first()
+    if profile is None:
+        raise InvalidRequest.of_field("profile_id", f"no profile '{profile_id[:60]}' in this workspace")
+    return profile
+
+
+def clean_save_profile(save_profile: object) -> bool:
+    if save_profile is None:
+        return True
+    if not isinstance(save_profile, bool):
+        raise InvalidRequest.of_field("save_profile", "must be true or false")
+    return save_profile
+
+
 # --- the launch ----------------------------------------------------------------------------------------------------
 
 
@@ -418,6 +445,8 @@ def launch_run(
     max_cost_usd: object = None,
     file_ids: object = None,
     proxy_id: object = None,
+    profile_id: object = None,
+    save_profile: object = None,
 ) -> Launched:
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
@@ -433,7 +462,8 @@ def launch_run(
             task=task, session_id=session_id, start_url=start_url, model=model, max_turns=max_turns,
             output_schema=output_schema, judge=judge, judge_context=judge_context, outcome=outcome,
             allowed_domains=allowed_domains, metadata=metadata, allow_javascript=allow_javascript, secrets=secrets,
-            effort=effort, thinking=thinking, max_cost_usd=max_cost_usd,
+            effort=effort, thinking=thinking, max_cost_usd=max_cost_usd, profile_id=profile_id,
+            save_profile=save_profile,
             # only when given, so the fingerprints of launches without files stay what they were
             **({"file_ids": file_ids} if file_ids is not None else {}),
             # only when given, so the keys of launches without one keep their fingerprints
@@ -454,6 +484,8 @@ def launch_run(
         "metadata": clean_metadata(metadata),
         "secrets": seal(clean_secrets(secrets)),  # encrypted at rest; only the worker opens them
         "max_cost_usd": clean_max_cost_usd(max_cost_usd, workspace),
+        "profile": profile_for_launch(workspace, profile_id, session_id=session_id),
+        "save_profile": clean_save_profile(save_profile),
     }
     if not isinstance(judge, bool):
         raise invalid("judge", "must be true or false")

@@ -14,6 +14,8 @@ from agent_platform import ids
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
 
+from .profiles.models import Profile
+
 # A UUID as an id in a path or query: the v4 API's ids, which v1 and the pages accept beside run_…/sess_….
 UUID_ID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
@@ -133,6 +135,13 @@ class Run(models.Model):
         COST_LIMIT = "cost_limit"
         MODEL_REFUSED = "model_refused"
 
+    class Kind(models.TextChoices):
+        # An agent's run: model requests and browser actions.
+        AGENT = "agent"
+        # A sign-in by hand: a live browser on a profile with no agent and no model requests; the operator drives
+        # it through the interactive live view and presses Save (runtime.sign_in).
+        SIGN_IN = "sign_in"
+
     TERMINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
 
     public_id = models.CharField(max_length=40, unique=True, default=ids.run_id, editable=False)
@@ -145,6 +154,14 @@ class Run(models.Model):
     # HMAC of the launch's arguments: a key replayed with other arguments is a conflict, not a replay.
     idempotency_fingerprint = models.CharField(max_length=64, blank=True, editable=False)
 
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.AGENT)
+    # The profile the run's browser started from (only a session's first run names one); null when none, or when
+    # the profile was deleted since.
+    profile = models.ForeignKey(Profile, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    # Whether the run writes its final browser state back to its profile when it ends.
+    save_profile = models.BooleanField(default=True)
+    # A sign-in by hand: when the operator pressed Save (the worker writes the profile and ends the run).
+    save_requested_at = models.DateTimeField(null=True, blank=True)
     task = models.TextField()
     start_url = models.URLField(max_length=2000, blank=True)
     model = models.CharField(max_length=100)
@@ -229,6 +246,12 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.TERMINAL
+
+    @property
+    def accepts_control(self) -> bool:
+        """Whether a member's mouse and keyboard may drive the run's page through the interactive live view now: a
+        running sign-in by hand always does (it has no agent to disturb)."""
+        return self.kind == self.Kind.SIGN_IN and self.status == self.Status.RUNNING
 
     @property
     def usage_total(self) -> int:

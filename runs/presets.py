@@ -25,10 +25,19 @@ DOWNLOAD_INVOICE = "Download the November invoice from the demo shop's invoice p
 UPLOAD_DOCUMENT = (
     "Upload the file you were given on the demo shop's upload page and report the SHA-256 the shop shows for it."
 )
+SIGN_IN = (
+    "Sign in to my demo shop account with the email and password in this run's secrets, then say who is signed in."
+)
+ACCOUNT = "Open my demo shop account page and tell me who is signed in, without signing in again."
+# The profile the two sign-in presets share: the first signs in and saves it, the second lands signed in with it.
+DEMO_PROFILE_NAME = "Demo shop account"
+# The demo customer (demo_site.account), as run secrets: the agent types placeholders, never sees them.
+DEMO_SECRETS = {"SHOP_USER": "ada@example.com", "SHOP_PASSWORD": "northwind-demo"}
 
 
 def demo_tasks(base_url: str) -> list[dict[str, Any]]:
-    """Launch arguments for each demo task, with start URLs under `base_url` (the demo site's own server)."""
+    """Launch arguments for each demo task, with start URLs under `base_url` (the demo site's own server). A task
+    with `profile` runs on the workspace's profile of that name (the launch form selects it; seed_demo creates it)."""
     root = base_url.rstrip("/")
     return [
         {
@@ -68,5 +77,19 @@ def demo_tasks(base_url: str) -> list[dict[str, Any]]:
             "label": "Demo shop: upload a file (attach one below)",
             "task": UPLOAD_DOCUMENT,
             "start_url": f"{root}/demo/upload/",
+        },
+        {
+            "label": "Demo shop: sign in, save to a profile",
+            "task": SIGN_IN,
+            "start_url": f"{root}/demo/account/sign-in/",
+            "secrets": DEMO_SECRETS,
+            "profile": DEMO_PROFILE_NAME,
+        },
+        {
+            "label": "Demo shop: account via the profile",
+            "task": ACCOUNT,
+            "start_url": f"{root}/demo/account/",
+            "profile": DEMO_PROFILE_NAME,
+            "seed": False,  # it needs the sign-in's profile saved first: the operator launches it after
         },
     ]

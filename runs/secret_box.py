@@ -47,3 +47,36 @@ def unseal(stored: dict[str, Any] | None) -> dict[str, str]:
             "The run's secrets cannot be decrypted with this worker's SECRETS_KEY: the key that sealed them is not "
             "among its keys (keep an old key after the new one while rotating; give every process the same keys)."
         ) from None
+
+
+def seal_value(value: Any) -> str:
+    """A JSON value (a browser's storage state, say) sealed under the first SECRETS_KEY: an opaque Fernet token."""
+    return keys().encrypt(json.dumps(value, separators=(",", ":")).encode()).decode()
+
+
+def unseal_value(token: str) -> Any:
+    """The JSON value a `seal_value` token holds; SecretsUnavailable when no configured key opens it."""
+    try:
+        return json.loads(keys().decrypt(token.encode()))
+    except InvalidToken:
+        raise SecretsUnavailable(
+            "A sealed browser state cannot be decrypted with this process's SECRETS_KEY: the key that sealed it is "
+            "not among its keys (keep an old key after the new one while rotating)."
+        ) from None
+
+
+def seal_state(state: dict[str, Any] | None) -> dict[str, str] | None:
+    """What a JSON column holding a browser state stores: `{"sealed": token}` (cookies are credentials), or None."""
+    if not state:
+        return None
+    return {SEALED: seal_value(state)}
+
+
+def unseal_state(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The browser state a `seal_state` value holds; a state stored before sealing is returned as it is."""
+    if not stored:
+        return None
+    if set(stored) != {SEALED}:
+        return dict(stored)
+    state: dict[str, Any] = unseal_value(stored[SEALED])
+    return state

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from . import proxy_views, views
+from .profiles import views as profile_views
 
 app_name = "runs"
 
@@ -14,9 +15,14 @@ urlpatterns = [
     path("runs/<str:run_id>/row/", views.run_row, name="row"),
     path("runs/<str:run_id>/summary/", views.run_summary, name="summary"),
     path("runs/<str:run_id>/cancel/", views.run_cancel, name="cancel"),
+    path("runs/<str:run_id>/save/", profile_views.sign_in_save, name="sign_in_save"),
     path("runs/<str:run_id>/screenshots/<str:name>", views.screenshot, name="screenshot"),
     path("runs/<str:run_id>/trace.zip", views.run_trace, name="trace"),
     path("runs/<str:run_id>/files/<str:file_id>", views.run_file, name="file"),
+    path("profiles/", profile_views.profile_list, name="profiles"),
+    path("profiles/new/", profile_views.profile_create, name="profile_create"),
+    path("profiles/<str:profile_id>/delete/", profile_views.profile_delete, name="profile_delete"),
+    path("profiles/<str:profile_id>/sign-in/", profile_views.profile_sign_in, name="profile_sign_in"),
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/<str:session_id>/", views.session_detail, name="session"),
     path("settings/proxies/", proxy_views.proxy_create, name="proxy_create"),

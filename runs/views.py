@@ -41,6 +41,7 @@ from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
 from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Proxy, Run, Session
+from .profiles.models import Profile
 from .screenshots import content_type, storage_path
 
 
@@ -71,19 +72,29 @@ KNOWN_TYPES = frozenset(
 VIOLATION_PREFIX = "output_schema_violation"
 
 
-def demo_tasks(request: HttpRequest) -> list[dict[str, Any]]:
-    """The bundled demo tasks the scripted model knows, as one-click presets of the launch form (schema as text)."""
+def demo_tasks(workspace: Workspace) -> list[dict[str, Any]]:
+    """The bundled demo tasks the scripted model knows, as one-click presets of the launch form (schema and secrets
+    as the form's text, a profile by the workspace's profile of that name)."""
+    profiles = dict(Profile.objects.for_workspace(workspace).values_list("name", "public_id"))
     presets = []
     for demo in bundled_demo_tasks(settings.DEMO_BASE_URL):
         schema = demo.get("output_schema")
-        presets.append({**demo, "output_schema": json.dumps(schema, indent=2) if schema else ""})
+        secrets = "\n".join(f"{name}={value}" for name, value in (demo.get("secrets") or {}).items())
+        presets.append(
+            {
+                **demo,
+                "output_schema": json.dumps(schema, indent=2) if schema else "",
+                "secrets": secrets,
+                "profile_id": profiles.get(demo.get("profile") or "", ""),
+            }
+        )
     return presets
 
 
 def run_for_user(user: AbstractBaseUser | AnonymousUser, run_id: str) -> Run:
     """A run of one of the user's workspaces, else 404: another workspace's run is never revealed to exist."""
     return get_object_or_404(
-        Run.objects.select_related("session", "session__proxy", "workspace"),
+        Run.objects.select_related("session", "session__proxy", "workspace", "profile"),
         **id_lookup(run_id),
         workspace__in=workspaces_of(user),
     )
@@ -407,11 +418,14 @@ def run_new(request: OperatorRequest) -> HttpResponse:
             "values": values,
             "error": error,
             "judge_context": judge_context + [""] * (len(JUDGE_CONTEXT_SLOTS) - len(judge_context)),
-            "demo_tasks": demo_tasks(request),
+            "demo_tasks": demo_tasks(workspace),
             "max_turns_default": settings.RUN_DEFAULT_MAX_TURNS,
             "default_model": settings.DEFAULT_MODEL,
             "models": models,
             "models_unavailable": models_unavailable,
+            # A follow-up continues its session's browser: only a session's first run starts from a profile.
+            "profiles": [] if session else list(Profile.objects.for_workspace(workspace).order_by("name")),
+            "save_profile_checked": request.method != "POST" or bool(request.POST.get("save_profile")),
             "effort_levels": ["low", "medium", "high", "xhigh", "max"],
             "thinking_modes": ["adaptive", "between_tools", "disabled"],
             "max_turns_limit": MAX_TURNS_LIMIT,
@@ -423,7 +437,7 @@ def run_new(request: OperatorRequest) -> HttpResponse:
                 "allowed": sorted(ALLOWED_KEYWORDS),
                 "session_schema": session.output_schema if session else None,
                 "in_session": session is not None,
-                "presets": demo_tasks(request),
+                "presets": demo_tasks(workspace),
                 "models": models,
             },
         },

@@ -33,7 +33,7 @@ from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
 from runtime.browser.upstream import UpstreamDialer
 
-from . import browser_call, context, extraction, files, notices, prompts
+from . import browser_call, context, extraction, files, notices, profile_state, prompts
 from .browser_call import BrowserCrashed, crashed_if_gone
 from .calls import (
     CallResult,
@@ -305,7 +305,10 @@ class AgentLoop:
             return toolset
 
         self._guard = guard
-        state = run.session.browser_state or None
+        try:
+            state = profile_state.starting_state(run)
+        except SecretsUnavailable as error:
+            raise Stop(Ending.failed("", str(error))) from None
 
         def open_context(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
             return self.browser(
@@ -430,7 +433,9 @@ class AgentLoop:
         return masked
 
     def close_browser(self) -> None:
-        """Record the final view, keep the session's cookies and storage for its follow-up runs, close the context."""
+        """Record the final view, keep the session's cookies and storage for its follow-up runs and write them to
+        the run's profile (unless it said save_profile false), close the context. A run whose browser failed writes
+        nothing: its state may be half."""
         if self._toolset is None:
             files.remove_run_directory(self.run)
             return
@@ -452,7 +457,10 @@ class AgentLoop:
                 state = self.browser(
                     self.toolset.storage_state(), doing="give its storage state", timeout=BROWSER_SETUP_TIMEOUT_SECONDS
                 )
-                Session.objects.filter(pk=self.run.session_id).update(browser_state=state)
+                profile_state.keep_session_state(self.run, state)
+                profile = profile_state.write_profile(self.run, state)
+                if profile is not None:
+                    self.record.event("profile.saved", profile_state.saved_event(profile))
         except Exception:
             log.warning("run %s: could not save the browser state", self.run.public_id, exc_info=True)
         finally:

@@ -29,6 +29,7 @@ from runtime.browser.host import BrowserHost
 from runtime.browser.reaper import reap_orphans
 from runtime.loop import AgentLoop
 from runtime.prompts import done_tool
+from runtime.sign_in import SignInSession
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,7 @@ def execute_run(run_id: int, *, worker: str, fair: bool = False) -> None:
 
 
 def execute_claimed(run: Run) -> None:
-    if settings.SCRIPTED_MODEL:
+    if settings.SCRIPTED_MODEL and run.kind == Run.Kind.AGENT:
         Run.objects.filter(pk=run.pk).update(scripted=True)
         run.scripted = True
     if run.started_at is not None:
@@ -174,7 +175,10 @@ def execute_claimed(run: Run) -> None:
             except SecretsUnavailable as error:
                 lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
                 return
-            AgentLoop(run, browser_host).execute()
+            if run.kind == Run.Kind.SIGN_IN:
+                SignInSession(run, browser_host).execute()  # no agent: the operator drives, then saves
+            else:
+                AgentLoop(run, browser_host).execute()
         finally:
             ended = Run.objects.filter(pk=run.pk).first()
             if ended is not None:

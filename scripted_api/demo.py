@@ -402,6 +402,10 @@ class ScriptedDemoModel:
             return self.invoice_turn(request, url, steps)
         if "upload" in lowered:
             return self.upload_turn(request, url, steps, task)
+        if "sign in to my demo shop account" in lowered:
+            return self.sign_in_turn(request, url, steps)
+        if "demo shop account page" in lowered:
+            return self.account_turn(request, url, steps)
         if "contact" in lowered:
             return self.contact_turn(request, url, steps)
         if any(word in lowered for word in ("shop", "product")):
@@ -558,6 +562,57 @@ class ScriptedDemoModel:
             f"“{CONTACT_VALUES['topic']}”; the shop confirmed it with a thank-you page echoing the message."
         )
         return done(request, True, output, {"submitted": True, **CONTACT_VALUES}, say="The form went through.")
+
+    def sign_in_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
+        """Sign in with the run's secrets (typed as placeholders: the model never sees the values), then read the
+        page that answers."""
+        sign_in_url = url if "/account/sign-in" in url else urljoin(demo_root(url, self.demo_root), "account/sign-in/")
+        last = steps[-1].name if steps else None
+        if last is None:
+            return browser("navigate", {"url": sign_in_url}, "I'll open the shop's sign-in page.")
+        if last == "navigate":
+            return browser("read_page", {"filter": "interactive"}, "I'll find the sign-in form's fields.")
+        if last in ("get_page_text", DONE_TOOL):
+            return self.account_verdict(request, last_result_of(steps, "get_page_text"), signed_in_here=True)
+        snapshot_step = last_result_of(steps, "read_page")
+        controls = parse_controls(snapshot_step.result or "") if snapshot_step else []
+        email = find_control(controls, {"textbox"}, "email")
+        password = find_control(controls, {"textbox"}, "password")
+        submit = find_control(controls, {"button"}, "sign in")
+        if email is None or password is None or submit is None:
+            return done(request, False, "The sign-in page has no form with an email, a password and a sign-in button.")
+        system = content_text(request.get("system"))
+        if "{{secret:SHOP_USER}}" not in system or "{{secret:SHOP_PASSWORD}}" not in system:
+            return done(request, False, "This run has no SHOP_USER and SHOP_PASSWORD secrets to sign in with.")
+        plan: list[tuple[str, dict[str, Any], str]] = [
+            ("form_input", {"target": {"type": "ref", "ref": email.ref}, "value": "{{secret:SHOP_USER}}"}, "Email."),
+            ("form_input", {"target": {"type": "ref", "ref": password.ref}, "value": "{{secret:SHOP_PASSWORD}}"}, "Password."),
+            ("left_click", {"target": {"type": "ref", "ref": submit.ref}}, "Signing in."),
+        ]  # fmt: skip
+        taken = len(steps) - 1 - steps.index(snapshot_step) if snapshot_step else 0
+        if taken < len(plan):
+            name, input, say = plan[taken]
+            return browser(name, input, say)
+        return browser("get_page_text", {}, "I signed in; I'll read the page.")
+
+    def account_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
+        """Open the account page and report who it says is signed in: with a saved profile, no sign-in step."""
+        account_url = url if "/account" in url else urljoin(demo_root(url, self.demo_root), "account/")
+        last = steps[-1].name if steps else None
+        if last is None:
+            return browser("navigate", {"url": account_url}, "I'll open the account page.")
+        if last == "navigate":
+            return browser("get_page_text", {}, "I'll read who is signed in.")
+        return self.account_verdict(request, last_result_of(steps, "get_page_text"), signed_in_here=False)
+
+    def account_verdict(self, request: dict[str, Any], page: Step | None, *, signed_in_here: bool) -> Reply:
+        text = (page.result if page else "") or ""
+        match = re.search(r"(?:Signed in as|Welcome back,) ([^(\n.]+)", text)
+        if match is None:
+            return done(request, False, "The shop says no one is signed in.")
+        who = match.group(1).strip()
+        how = "I signed in with the run's secrets" if signed_in_here else "The browser was already signed in"
+        return done(request, True, f"{how}: the shop shows {who} as signed in.", {"signed_in_as": who})
 
     # The judge and the grader ---------------------------------------------------------------------------
 

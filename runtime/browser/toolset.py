@@ -249,8 +249,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         return await page.screenshot(type="png", timeout=ACTION_TIMEOUT_MS), "png"
 
     async def storage_state(self) -> dict[str, Any]:
-        """Cookies and localStorage of the context, for a follow-up run to continue from."""
-        return dict(await self.context.storage_state())
+        """Cookies, localStorage and IndexedDB of the context, for a follow-up run or a profile to continue from."""
+        return dict(await self.context.storage_state(indexed_db=True))
 
     async def close(self) -> None:
         await super().close()

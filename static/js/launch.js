@@ -232,6 +232,9 @@
       document.getElementById("id_task").value = preset.task;
       document.getElementById("id_start_url").value = preset.start_url;
       textarea.value = preset.output_schema;
+      document.getElementById("id_secrets").value = preset.secrets || "";
+      var profile = document.getElementById("id_profile_id");
+      if (profile) profile.value = preset.profile_id || "";
       var judge = document.getElementById("id_judge");
       judge.checked = Boolean(preset.judge);
       judge.dispatchEvent(new Event("change"));

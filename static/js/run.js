@@ -370,8 +370,10 @@
       finished = true;
       dismissNotices("finished");
       if (data.duration !== "") setText("run-duration", data.duration + "s");
-      var cancel = document.getElementById("cancel-form");
-      if (cancel) cancel.remove();
+      ["cancel-form", "sign-in-save-form"].forEach(function (id) {
+        var form = document.getElementById(id);
+        if (form) form.remove();
+      });
       setText("live-state", "finished");
     }
   }

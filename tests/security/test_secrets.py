@@ -17,7 +17,7 @@ from tests.support import sites, workers
 from tests.support.canaries import dumped
 from tests.support.clients import ApiClient
 from tests.support.launching import events, finished
-from tests.support.replies import browser, done, last_tool_result_text
+from tests.support.replies import browser, done, on_field
 from tests.support.sites import site_url
 from tests.support.workers import FAULT_QUEUE
 
@@ -38,21 +38,6 @@ def runs_on_the_fault_worker(monkeypatch):
     monkeypatch.setattr(
         tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
     )
-
-
-def ref_of(snapshot: str, role: str, name: str) -> str:
-    match = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
-    assert match, f"no {role} {name!r} in:\n{snapshot}"
-    return match.group(1)
-
-
-def on_field(role: str, name: str, make):
-    """A scripted reply that acts on a field of the page the agent read last (refs come from read_page)."""
-
-    def reply(request: dict) -> dict:
-        return make({"type": "ref", "ref": ref_of(last_tool_result_text(request), role, name)})
-
-    return reply
 
 
 @pytest.mark.worker

@@ -1,5 +1,6 @@
 """The agent's replies, as the Messages stub serves them, and what a test reads back from the runtime's requests."""
 
+import re
 from typing import Any
 
 from scripted_api.wire import tool_use_reply
@@ -20,3 +21,18 @@ def last_tool_result_text(request: dict) -> str:
     results = [block for block in content if block.get("type") == "tool_result"]
     blocks = results[-1]["content"] if results else []
     return "\n".join(block.get("text", "") for block in blocks if block.get("type") == "text")
+
+
+def ref_of(snapshot: str, role: str, name: str) -> str:
+    match = re.search(rf'{role} "{re.escape(name)}"[^\n]*\[ref=(\w+)\]', snapshot)
+    assert match, f"no {role} {name!r} in:\n{snapshot}"
+    return match.group(1)
+
+
+def on_field(role: str, name: str, make):
+    """A scripted reply that acts on a field of the page the agent read last (refs come from read_page)."""
+
+    def reply(request: dict) -> dict:
+        return make({"type": "ref", "ref": ref_of(last_tool_result_text(request), role, name)})
+
+    return reply

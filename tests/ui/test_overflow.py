@@ -185,6 +185,7 @@ PAGES = {
     "settings": "/settings/",
     "webhooks": "/settings/webhooks/",
     "launch": "/runs/new/",
+    "profiles": "/profiles/",
     "not_found": "/runs/run_doesnotexist/",
     "admin_runs": "/admin/runs/run/",
     "admin_model_requests": "/admin/agent_platform/modelrequest/",

@@ -10,6 +10,7 @@ from agent_platform.models import Membership, Workspace
 from runs.launch import launch_run
 from runs.models import Run
 from runs.presets import demo_tasks
+from runs.profiles.models import Profile
 
 
 class Command(BaseCommand):
@@ -25,6 +26,13 @@ class Command(BaseCommand):
             return
         owner = Membership.objects.filter(workspace=found, role=Membership.Role.OWNER).select_related("user").first()
         for preset in demo_tasks(base_url):
-            arguments = {key: value for key, value in preset.items() if key != "label"}
+            arguments = {key: value for key, value in preset.items() if key not in ("label", "profile", "seed")}
+            if profile_name := preset.get("profile"):
+                # the profile the sign-in preset saves and the account preset then starts from
+                profile = Profile.objects.for_workspace(found).filter(name=profile_name).first()
+                profile = profile or Profile.objects.create(workspace=found, name=profile_name)
+                arguments["profile_id"] = profile.public_id
+            if not preset.get("seed", True):
+                continue
             run = launch_run(found, created_by=owner.user if owner else None, **arguments).run
             self.stdout.write(f"Demo run {run.public_id}: {preset['label']}")

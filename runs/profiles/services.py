@@ -1,0 +1,95 @@
+"""What may be done to a profile: create, rename, delete, find one for a launch, start and save a sign-in by hand."""
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from agent_platform.errors import Conflict, InvalidRequest, NotFound
+from agent_platform.models import Workspace
+from runs.events import emit
+from runs.launch import clean_start_url
+from runs.lifecycle import enqueue
+from runs.models import Run, Session
+
+from .models import NAME_MAX_CHARS, Profile
+
+
+def clean_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise InvalidRequest.of_field("name", "must be a string")
+    name = name.strip()
+    if not name:
+        raise InvalidRequest.of_field("name", "is required and must not be empty")
+    if len(name) > NAME_MAX_CHARS:
+        raise InvalidRequest.of_field("name", f"is {len(name)} characters; the limit is {NAME_MAX_CHARS}")
+    if any(ord(ch) < 32 for ch in name):
+        raise InvalidRequest.of_field("name", "must not contain control characters")
+    return name
+
+
+def create_profile(workspace: Workspace, name: object) -> Profile:
+    """An empty profile: its first run (or sign-in by hand) gives it a state."""
+    return Profile.objects.create(workspace=workspace, name=clean_name(name))
+
+
+def rename_profile(profile: Profile, name: object) -> Profile:
+    profile.name = clean_name(name)
+    profile.updated_at = timezone.now()
+    profile.save(update_fields=["name", "updated_at"])
+    return profile
+
+
+def delete_profile(profile: Profile) -> None:
+    """Deleted at once, even while runs use it: each such run keeps the browser it started from, and its write-back
+    at the end finds no row and writes nothing (docs/profiles.md). Its runs keep their history, without the link."""
+    profile.delete()
+
+
+def start_sign_in(profile: Profile, start_url: object, created_by: User | None = None) -> Run:
+    """A sign-in by hand on `profile`: a run of kind sign_in (no agent, no model requests) whose browser starts from
+    the profile at `start_url` and waits for the operator's Save or Cancel (runtime.sign_in)."""
+    url = clean_start_url(start_url)
+    if not url:
+        raise InvalidRequest.of_field("start_url", "is required: the page where the operator signs in")
+    with transaction.atomic():
+        session = Session.objects.create(workspace=profile.workspace, created_by=created_by)
+        run = Run.objects.create(
+            workspace=profile.workspace,
+            session=session,
+            created_by=created_by,
+            kind=Run.Kind.SIGN_IN,
+            profile=profile,
+            save_profile=True,
+            task=f"Sign in by hand on profile {profile.name}",
+            start_url=url,
+            model="",
+            max_turns=1,
+        )
+        transaction.on_commit(lambda: enqueue(run.pk))
+    return run
+
+
+def request_save(run: Run) -> Run:
+    """The operator pressed Save on a sign-in by hand: its worker writes the profile and ends the run succeeded.
+    Idempotent while the run runs; 409 for another kind of run or one that ended."""
+    if run.kind != Run.Kind.SIGN_IN:
+        raise Conflict(f"run {run.public_id} is not a sign-in by hand; only those are saved by an operator.")
+    with transaction.atomic():
+        changed = (
+            Run.objects.filter(pk=run.pk, save_requested_at__isnull=True)
+            .exclude(status__in=Run.TERMINAL)
+            .update(save_requested_at=timezone.now())
+        )
+        run.refresh_from_db()
+        if run.is_finished:
+            raise Conflict(f"run {run.public_id} has already ended ({run.status}); nothing to save.")
+        if changed:
+            emit(run, "sign_in.save_requested", {})
+    return run
+
+
+def find_profile(workspace: Workspace, profile_id: str) -> Profile:
+    profile = Profile.objects.for_workspace(workspace).filter(public_id=profile_id[:60]).first()
+    if profile is None:
+        raise NotFound(f"No profile '{profile_id[:60]}' in this workspace.")
+    return profile
