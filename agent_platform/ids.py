@@ -23,3 +23,7 @@ def event_id() -> str:
 
 def outcome_id() -> str:
     return new_public_id("outc")
+
+
+def input_id() -> str:
+    return new_public_id("inp")

@@ -209,6 +209,9 @@ RUN_DEFAULT_MAX_TURNS = envint("RUN_DEFAULT_MAX_TURNS", 30, minimum=1)
 RUN_STALE_AFTER_SECONDS = envint("RUN_STALE_AFTER_SECONDS", 60, minimum=5)
 # A run queued this long without a worker claiming it is enqueued again (its message may have been lost with Redis).
 RUN_QUEUED_REDELIVER_SECONDS = envint("RUN_QUEUED_REDELIVER_SECONDS", 300, minimum=5)
+# How long an agent's question to the operator (ask_human) and an operator's pause wait for a person: past it the
+# agent is told no one answered, or the pause ends by itself. Waiting never counts toward RUN_TIME_LIMIT_SECONDS.
+RUN_INPUT_TIMEOUT_SECONDS = envint("RUN_INPUT_TIMEOUT_SECONDS", 900, minimum=1)
 API_RATE_LIMIT_PER_MINUTE = envint("API_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 
 CELERY_TASK_ACKS_LATE = True

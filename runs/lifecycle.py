@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from . import tasks
 from .events import emit
+from .human import close_inputs
 from .judging.services import judge_on_finish
 from .models import Event, Run
 
@@ -81,6 +82,8 @@ def finish(
         "error_message": error_message,
         "finished_at": now,
         "secrets": {},  # a run's secrets are needed only while it runs
+        "paused_at": None,
+        "paused_by": "",
     }
     if signals is not None:
         fields["signals"] = signals
@@ -89,6 +92,7 @@ def finish(
         if not changed:
             return False
         run.refresh_from_db()
+        close_inputs(run)
         emit(
             run,
             "run.finished",

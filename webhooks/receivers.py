@@ -20,6 +20,12 @@ def on_run_event(sender: type[Run], run: Run, event: Event, **kwargs: Any) -> No
         services.record_event(run.workspace_id, EventType.RUN_FINISHED, lambda: {"run": payloads.run_data(run)})
     elif event.type == EventType.RUN_JUDGED:
         services.record_event(run.workspace_id, EventType.RUN_JUDGED, lambda: judged_data(run, event))
+    elif event.type == EventType.RUN_INPUT_REQUESTED:
+        services.record_event(
+            run.workspace_id,
+            EventType.RUN_INPUT_REQUESTED,
+            lambda: {"run": payloads.run_data(run), "input": event.payload},
+        )
 
 
 @receiver(batch_finished, dispatch_uid="webhooks.on_batch_finished")
