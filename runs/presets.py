@@ -21,6 +21,10 @@ ITEMS_SCHEMA = {
 
 LIST_PRODUCTS = "List the products on the first page of the demo shop with their prices."
 CONTACT = "Send the demo shop's contact form asking how to return the Cedar Notebook."
+CONFIRMATION_CODE = (
+    "Ask me for my order's confirmation code, then send the demo shop's contact form asking how to return the Cedar "
+    "Notebook, quoting the code."
+)
 
 
 def demo_tasks(base_url: str) -> list[dict[str, Any]]:
@@ -52,5 +56,11 @@ def demo_tasks(base_url: str) -> list[dict[str, Any]]:
             "task": CONTACT,
             "start_url": f"{root}/demo/contact/",
             "judge": True,
+        },
+        {
+            # waits for a person: the run page asks for the code (any 4+ characters) and the runs list marks it
+            "label": "Demo shop: ask the operator for a confirmation code (waits for a person)",
+            "task": CONFIRMATION_CODE,
+            "start_url": f"{root}/demo/contact/",
         },
     ]
