@@ -59,7 +59,7 @@ def demo_tasks(base_url: str) -> list[dict[str, Any]]:
         },
         {
             # waits for a person: the run page asks for the code (any 4+ characters) and the runs list marks it
-            "label": "Demo shop: ask the operator for a confirmation code (waits for a person)",
+            "label": "Demo shop: ask me for a code",
             "task": CONFIRMATION_CODE,
             "start_url": f"{root}/demo/contact/",
         },

@@ -44,4 +44,4 @@ def test_without_an_answer_the_demo_reports_it_did_not_contact_the_shop():
 
 def test_the_launch_form_offers_the_task_that_waits_for_a_person():
     labels = [task["label"] for task in demo_tasks("http://127.0.0.1:8123/")]
-    assert "Demo shop: ask the operator for a confirmation code (waits for a person)" in labels
+    assert "Demo shop: ask me for a code" in labels
