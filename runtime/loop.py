@@ -126,6 +126,7 @@ class AgentLoop:
         # Seconds spent waiting for a person (answers, pauses): they never count toward RUN_TIME_LIMIT_SECONDS.
         self.waited = 0.0
         self.secret_answers = 0
+        self.answer_names: set[str] = set()  # the run's secrets that are answers to ask_human
         self.schema = run.session.output_schema or None
         self.started = time.monotonic()
         self.messages: list[dict[str, Any]] = []
@@ -449,7 +450,7 @@ class AgentLoop:
             "system": [
                 {
                     "type": "text",
-                    "text": prompts.system_prompt(self.schema is not None) + prompt_section(self.run.secrets),
+                    "text": prompts.system_prompt(self.schema is not None) + prompt_section(self.launch_secrets()),
                     "cache_control": EPHEMERAL,
                 }
             ],
@@ -897,8 +898,14 @@ class AgentLoop:
             name = human.SECRET_ANSWER_NAME.format(self.secret_answers)
         # in this worker's memory only, as the run's own secrets are: the toolset types it, every record masks it
         self.run.secrets[name] = answer
+        self.answer_names.add(name)
         self.toolset.secrets[name] = answer
         return result_block(use, asking.answered_secretly(placeholder(name)))
+
+    def launch_secrets(self) -> dict[str, str]:
+        """The secrets the system prompt names: the launch's. A secret answer is explained in its tool result, so the
+        system prompt (and the prompt cache that starts with it) stays the same for the whole run."""
+        return {name: value for name, value in self.run.secrets.items() if name not in self.answer_names}
 
     def attend(self) -> None:
         """Before each model request: wait while a person has control, then hand the agent what people queued for
