@@ -169,6 +169,10 @@ async def answer(ctx: Context, work: Callable[[McpRequest], CallToolResult]) -> 
         return refusal(error)
 
 
+# The name of `answer` for a tool whose own parameter is called answer (answer_input).
+answer_call = answer
+
+
 # --- the tools -----------------------------------------------------------------------------------------------------
 
 
@@ -412,10 +416,9 @@ async def rejudge_run(
 async def answer_input(
     ctx: Context,
     run_id: RUN_ID,
-    answer_text: Annotated[
+    answer: Annotated[
         str,
         Field(
-            alias="answer",
             min_length=1,
             max_length=human.TEXT_MAX_CHARS,
             description="The answer, which the agent receives as its ask_human result (a secret one: 4 to 1,000 "
@@ -438,10 +441,10 @@ async def answer_input(
             if pending is None:
                 raise Conflict("The run has no pending question to answer.")
             chosen = pending.public_id
-        human.answer_input(run, chosen, answer_text, by=runs_api.actor(request))
+        human.answer_input(run, chosen, answer, by=runs_api.actor(request))
         return structured(as_api_json(RunOut, run_out(reload(request, run))))
 
-    return await answer(ctx, work)
+    return await answer_call(ctx, work)
 
 
 @server.tool(title="Hand a paused run back to the agent", annotations=ToolAnnotations(read_only_hint=False))
