@@ -7,37 +7,32 @@ import zipfile
 import pytest
 
 from runs.models import Event, Run
-from runs.tasks import execute_run
 from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.support import sites, workers
+from tests.support import launching, sites, workers
 from tests.support.canaries import dumped
 from tests.support.clients import ApiClient
-from tests.support.launching import events, finished, wait_for
+from tests.support.launching import events, finished, launch_through_api, wait_for
 from tests.support.replies import browser, done, last_tool_result_text
 from tests.support.sites import site_url
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
 runtime_worker = workers.runtime_worker
+launches_held = launching.launches_held
 fault_site = sites.fault_site
 
-pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("runtime_worker", "transactional_db")]
+pytestmark = [
+    pytest.mark.worker,
+    pytest.mark.browser,
+    pytest.mark.usefixtures("runtime_worker", "transactional_db", "launches_held"),
+]
 
 CODE = "canary-code-5c3f81"
 
 
 def ask_human(question: str, *, secret: bool = False) -> dict:
     return tool_use_reply("ask_human", {"question": question, "secret": secret})
-
-
-def launch(api: ApiClient, **body) -> Run:
-    launched = api.post("/runs", {"task": "Do the task.", **body})
-    assert launched.status_code == 201, launched.content
-    run = Run.objects.get(public_id=launched.json()["id"])
-    # the runtime tests' worker takes this run (the launch's own enqueue is held back: runs_stay_unqueued)
-    execute_run.apply_async(args=[run.pk], queue=workers.RUNTIME_QUEUE)
-    return run
 
 
 def pending(api: ApiClient, run: Run) -> dict:
@@ -47,18 +42,9 @@ def pending(api: ApiClient, run: Run) -> dict:
     return wait_for(shown, timeout=60, interval=0.2, message="the agent's question")
 
 
-@pytest.fixture
-def runs_stay_unqueued(monkeypatch):
-    """The API's launch does not enqueue (the test hands the run to the runtime tests' worker itself)."""
-    from runs import tasks
-
-    monkeypatch.setattr(tasks.execute_run, "delay", lambda pk: None)
-
-
-@pytest.mark.usefixtures("runs_stay_unqueued")
 def test_the_operators_answer_is_the_tool_result_of_the_agents_next_request(api, site, messages_stub):
     messages_stub.agent(ask_human("Which colour should I pick?"), done(True, "Picked blue."))
-    run = launch(api, start_url=f"{site}/index.html")
+    run = launch_through_api(api, start_url=f"{site}/index.html")
 
     question = pending(api, run)
     assert question["question"] == "Which colour should I pick?" and question["secret"] is False
@@ -80,7 +66,6 @@ def test_the_operators_answer_is_the_tool_result_of_the_agents_next_request(api,
     assert again.status_code == 409
 
 
-@pytest.mark.usefixtures("runs_stay_unqueued")
 def test_a_secret_answer_is_typed_into_the_page_and_appears_in_no_event_log_trace_request_or_response(
     api, alice_client, fault_site, messages_stub, runtime_worker
 ):
@@ -98,7 +83,7 @@ def test_a_secret_answer_is_typed_into_the_page_and_appears_in_no_event_log_trac
         browser("get_page_text"),
         done(True, "Signed in."),
     )
-    run = launch(api, start_url=f"{site_url(fault_site, '127.0.0.1')}/login.html")
+    run = launch_through_api(api, start_url=f"{site_url(fault_site, '127.0.0.1')}/login.html")
 
     question = pending(api, run)
     assert question["secret"] is True

@@ -7,40 +7,27 @@ import time
 import pytest
 
 from runs.models import Event, Run
-from runs.tasks import execute_run
 from tests import messages_stub as stub_fixtures
-from tests.support import live, workers
-from tests.support.clients import ApiClient
-from tests.support.launching import events, finished, wait_for
+from tests.support import launching, live, workers
+from tests.support.launching import events, finished, launch_through_api, wait_for
 from tests.support.live import send_over_live_socket, slow
 from tests.support.replies import browser, done, last_tool_result_text
 
 messages_stub_server = stub_fixtures.messages_stub_server
 messages_stub = stub_fixtures.messages_stub
 runtime_worker = workers.runtime_worker
+launches_held = launching.launches_held
 asgi_server = live.asgi_server
 
-pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("runtime_worker", "transactional_db")]
+pytestmark = [
+    pytest.mark.worker,
+    pytest.mark.browser,
+    pytest.mark.usefixtures("runtime_worker", "transactional_db", "launches_held"),
+]
 
 # Where tests/pages/control.html puts its field and its button (CSS pixels of the viewport).
 NAME_FIELD = {"x": 250, "y": 120}
 GO_BUTTON = {"x": 200, "y": 225}
-
-
-@pytest.fixture(autouse=True)
-def runs_stay_unqueued(monkeypatch):
-    """The API's launch does not enqueue: the test hands the run to the runtime tests' worker itself."""
-    from runs import tasks
-
-    monkeypatch.setattr(tasks.execute_run, "delay", lambda pk: None)
-
-
-def launch(api: ApiClient, **body) -> Run:
-    launched = api.post("/runs", {"task": "Do the task.", **body})
-    assert launched.status_code == 201, launched.content
-    run = Run.objects.get(public_id=launched.json()["id"])
-    execute_run.apply_async(args=[run.pk], queue=workers.RUNTIME_QUEUE)
-    return run
 
 
 def user_text(request: dict) -> str:
@@ -52,7 +39,7 @@ def test_a_pause_stops_requests_a_member_drives_the_page_and_the_note_reaches_th
     api, asgi_server, site, alice, charlie, messages_stub, runtime_worker
 ):
     messages_stub.agent(slow(browser("get_page_text"), 2), browser("get_page_text"), done(True, "Done."))
-    run = launch(api, start_url=f"{site}/control.html")
+    run = launch_through_api(api, start_url=f"{site}/control.html")
     wait_for(lambda: len(messages_stub.requests) == 1, timeout=60, message="the agent's first request")
 
     paused = api.post(f"/runs/{run.public_id}/pause")  # while the model answers: the turn still finishes
@@ -108,7 +95,7 @@ def test_a_pause_stops_requests_a_member_drives_the_page_and_the_note_reaches_th
 
 def test_a_queued_message_reaches_the_agents_next_request(api, site, messages_stub):
     messages_stub.agent(slow(browser("get_page_text"), 2), done(True, "Done."))
-    run = launch(api, start_url=f"{site}/index.html")
+    run = launch_through_api(api, start_url=f"{site}/index.html")
     wait_for(lambda: len(messages_stub.requests) == 1, timeout=60, message="the agent's first request")
 
     queued = api.post(f"/runs/{run.public_id}/messages", {"text": "Only look at the first product."})
