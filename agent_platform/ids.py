@@ -27,3 +27,7 @@ def outcome_id() -> str:
 
 def proxy_id() -> str:
     return new_public_id("proxy")
+
+
+def input_id() -> str:
+    return new_public_id("inp")

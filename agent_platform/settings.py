@@ -213,7 +213,8 @@ RUN_QUEUED_REDELIVER_SECONDS = envint("RUN_QUEUED_REDELIVER_SECONDS", 300, minim
 # runs queued at all (a launch beyond it answers 429).
 WORKSPACE_MAX_CONCURRENT_RUNS = envint("WORKSPACE_MAX_CONCURRENT_RUNS", 20, minimum=1)
 WORKSPACE_MAX_QUEUED_RUNS = envint("WORKSPACE_MAX_QUEUED_RUNS", 1000, minimum=1)
-# How long a run waits for a person (a sign-in by hand's Save) before it gives up.
+# How long an agent's question to the operator (ask_human) and an operator's pause wait for a person: past it the
+# agent is told no one answered, or the pause ends by itself. Waiting never counts toward RUN_TIME_LIMIT_SECONDS.
 RUN_INPUT_TIMEOUT_SECONDS = envint("RUN_INPUT_TIMEOUT_SECONDS", 900, minimum=1)
 API_RATE_LIMIT_PER_MINUTE = envint("API_RATE_LIMIT_PER_MINUTE", 600, minimum=1)
 

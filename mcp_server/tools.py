@@ -25,14 +25,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agent_platform import llm
 from agent_platform.api import describe_validation_errors
-from agent_platform.errors import AuthenticationFailed, InvalidRequest, ServiceError, ServiceUnavailable
+from agent_platform.errors import AuthenticationFailed, Conflict, InvalidRequest, ServiceError, ServiceUnavailable
 from runs import api as runs_api
-from runs import launch
+from runs import human, launch
 from runs.api import PAGE_DEFAULT, PAGE_MAX, RunFilters, RunListOut, RunOut, find, reload, run_out
 from runs.judging.models import Judgment
 from runs.judging.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS, request_rejudge
 from runs.launch import MAX_COST_USD_LIMIT, MAX_TURNS_LIMIT, START_URL_MAX_CHARS, TASK_MAX_CHARS
-from runs.models import Event, Run
+from runs.models import Event, Run, RunInput
 from runs.presets import ITEMS_SCHEMA
 from runs.schema import SCHEMA_MAX_BYTES, SUPPORTED
 
@@ -162,6 +162,10 @@ async def answer(ctx: Context, work: Callable[[McpRequest], CallToolResult]) -> 
         return await in_thread(functools.partial(work, request))
     except ServiceError as error:
         return refusal(error)
+
+
+# The name of `answer` for a tool whose own parameter is called answer (answer_input).
+answer_call = answer
 
 
 # --- the tools -----------------------------------------------------------------------------------------------------
@@ -402,6 +406,64 @@ async def rejudge_run(
     def work(request: McpRequest) -> CallToolResult:
         run: Run = find(runs_api.runs_of(request), run_id, "run")
         request_rejudge(run, judge_context=judge_context, requested_by=None)
+        return structured(as_api_json(RunOut, run_out(reload(request, run))))
+
+    return await answer(ctx, work)
+
+
+@server.tool(title="Answer the agent's question", annotations=ToolAnnotations(read_only_hint=False))
+async def answer_input(
+    ctx: Context,
+    run_id: RUN_ID,
+    answer: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=human.TEXT_MAX_CHARS,
+            description="The answer, which the agent receives as its ask_human result (a secret one: 4 to 1,000 "
+            "characters, masked everywhere, the agent sees only a placeholder).",
+        ),
+    ],
+    input_id: Annotated[
+        str | None,
+        Field(description="The pending input's id (inp_…) from get_run's pending_input; the pending one if omitted."),
+    ] = None,
+) -> Annotated[CallToolResult, RunOut]:
+    """Answer the question the agent asked the operator (get_run shows it as pending_input) and return the run. A run
+    with no pending question, or one already answered, is a conflict."""
+
+    def work(request: McpRequest) -> CallToolResult:
+        run: Run = find(runs_api.runs_of(request), run_id, "run")
+        chosen = input_id
+        if chosen is None:
+            pending = run.inputs.filter(state=RunInput.State.PENDING).first()
+            if pending is None:
+                raise Conflict("The run has no pending question to answer.")
+            chosen = pending.public_id
+        human.answer_input(run, chosen, answer, by=runs_api.actor(request))
+        return structured(as_api_json(RunOut, run_out(reload(request, run))))
+
+    return await answer_call(ctx, work)
+
+
+@server.tool(title="Hand a paused run back to the agent", annotations=ToolAnnotations(read_only_hint=False))
+async def resume_run(
+    ctx: Context,
+    run_id: RUN_ID,
+    note: Annotated[
+        str,
+        Field(
+            max_length=human.TEXT_MAX_CHARS,
+            description="What the person did while they had control; the agent's next request carries it.",
+        ),
+    ] = "",
+) -> Annotated[CallToolResult, RunOut]:
+    """Resume a paused run (a person took control on the run page, or POST /runs/{id}/pause) and return it; a run
+    that is not paused is a conflict."""
+
+    def work(request: McpRequest) -> CallToolResult:
+        run: Run = find(runs_api.runs_of(request), run_id, "run")
+        human.resume(run, by=runs_api.actor(request), note=note)
         return structured(as_api_json(RunOut, run_out(reload(request, run))))
 
     return await answer(ctx, work)

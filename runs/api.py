@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from django.conf import settings
-from django.db.models import Count, Model, Q, QuerySet
+from django.db.models import Count, Model, Prefetch, Q, QuerySet
 from django.http import HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
@@ -18,12 +18,13 @@ from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, utc_instant
 from agent_platform.errors import InvalidRequest, NotFound
 
+from . import human
 from .judging.models import latest_judge_verdict
 from .launch import launch_run
 from .lifecycle import request_cancel
-from .models import UUID_ID, Event, Run, Session
-from .queueing import depth
+from .models import UUID_ID, Event, Run, RunInput, Session
 from .profiles.models import Profile
+from .queueing import depth
 
 router = Router()
 
@@ -159,6 +160,13 @@ class OutcomeOut(Schema):
     evaluations: list[EvaluationOut]
 
 
+class PendingInputOut(Schema):
+    id: str = Field(description="The input's id (inp_…): answer it with POST /api/v1/runs/{id}/input.")
+    question: str
+    secret: bool = Field(description="The answer is masked everywhere, and the agent sees only a placeholder of it.")
+    asked_at: datetime
+
+
 class RunOut(Schema):
     id: str
     session_id: str
@@ -190,6 +198,10 @@ class RunOut(Schema):
     judgment: JudgmentOut | None
     outcome: OutcomeOut | None
     metadata: dict[str, Any]
+    pending_input: PendingInputOut | None = Field(
+        description="The question the agent asked the operator (ask_human) and waits on; null when none."
+    )
+    paused: bool = Field(description="A person has control: the agent sends no model request until resumed.")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -244,7 +256,11 @@ def runs_of(request: ApiRequest) -> QuerySet[Run]:
         .select_related("session", "session__proxy", "outcome", "profile")
         # The judge's records of the run; their own orderings put the latest judgment first and the evaluation cycles
         # in order.
-        .prefetch_related("judgments", "outcome__evaluations")
+        .prefetch_related(
+            "judgments",
+            "outcome__evaluations",
+            Prefetch("inputs", queryset=RunInput.objects.filter(state=RunInput.State.PENDING), to_attr="pending"),
+        )
     )
 
 
@@ -320,10 +336,21 @@ def run_out(run: Run) -> dict[str, Any]:
         "judgment": judgments[0].as_dict() if judgments else None,
         "outcome": outcome_out(run),
         "metadata": run.metadata,
+        "pending_input": pending_of(run),
+        "paused": run.status == Run.Status.RUNNING and run.paused_at is not None,
         "created_at": run.created_at,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
     }
+
+
+def pending_of(run: Run) -> dict[str, Any] | None:
+    """The question the run waits on (runs_of prefetches it as `pending`)."""
+    if run.status != Run.Status.RUNNING:
+        return None
+    pending = getattr(run, "pending", None)
+    waiting = pending[0] if pending else run.inputs.filter(state=RunInput.State.PENDING).first()
+    return waiting.as_pending() if waiting is not None else None
 
 
 def reload(request: ApiRequest, run: Run) -> Run:
@@ -449,6 +476,116 @@ def cancel_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     request_cancel(run)
     return run_out(reload(request, run))
+
+
+# --- a person in the loop ----------------------------------------------------------------------------------------
+
+
+def actor(request: ApiRequest) -> str:
+    """Who did it, as events and the agent's messages name them: the API key (by its visible prefix)."""
+    return f"api key {request.api_key.prefix}"
+
+
+class InputIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    id: StrictStr = Field(description="The pending input's id (inp_…), from the run's pending_input.")
+    text: StrictStr = Field(description="The answer (at most 10,000 characters; a secret one 4 to 1,000).")
+
+
+class ResumeIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    note: StrictStr = Field("", description="What the person did, for the agent (at most 10,000 characters).")
+
+
+class MessageIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    text: StrictStr = Field(description="The message for the agent (at most 10,000 characters).")
+
+
+def body_examples(**examples: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "content": {
+                "application/json": {
+                    "examples": {
+                        name: {"summary": name.replace("_", " "), "value": value} for name, value in examples.items()
+                    }
+                }
+            }
+        }
+    }
+
+
+@router.post(
+    "/runs/{run_id}/input",
+    response={200: RunOut, 409: ErrorOut, **ERRORS},
+    tags=["runs"],
+    summary="Answer the agent's question",
+    description="Answers the run's pending_input (the agent's ask_human call); the answer is the tool's result. "
+    "A secret input's answer is masked everywhere and the agent sees only its placeholder. Emits run.input_received "
+    "(without the text when secret). 404 for an input of another run or workspace; 409 when it was already "
+    "answered, timed out, or the run ended.",
+    openapi_extra=body_examples(
+        answer={"id": "inp_3k9x0c2m7q1w5e8r4t6y2u0i", "text": "Use the billing address on file."},
+        secret_code={"id": "inp_8h2j4k6l0z1x3c5v7b9n1m3q", "text": "482913"},
+    ),
+)
+def answer_input(request: ApiRequest, run_id: str, payload: InputIn) -> dict[str, Any]:
+    run = find(runs_of(request), run_id, "run")
+    human.answer_input(run, payload.id, payload.text, by=actor(request))
+    return run_out(reload(request, run))
+
+
+@router.post(
+    "/runs/{run_id}/pause",
+    response={200: RunOut, 409: ErrorOut, **ERRORS},
+    tags=["runs"],
+    summary="Pause the agent (take control)",
+    description="The agent stops before its next model request (the turn in progress finishes) and sends none "
+    "while paused; members may then drive the browser from the run page's live view. Emits run.paused {by}. "
+    "Pausing a paused run changes nothing; a run that is not running is 409. A pause longer than "
+    "RUN_INPUT_TIMEOUT_SECONDS resumes by itself (run.resumed with by: timeout).",
+)
+def pause_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
+    run = find(runs_of(request), run_id, "run")
+    human.pause(run, by=actor(request))
+    return run_out(reload(request, run))
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    response={200: RunOut, 409: ErrorOut, **ERRORS},
+    tags=["runs"],
+    summary="Hand the run back to the agent",
+    description="Ends a pause: the agent's next request carries a user message saying a person had control, with "
+    "the note. Emits run.resumed {by, note}. 409 when the run is not paused.",
+    openapi_extra=body_examples(
+        with_note={"note": "I signed in and accepted the cookie banner; carry on from the orders page."},
+        without_note={},
+    ),
+)
+def resume_run(request: ApiRequest, run_id: str, payload: ResumeIn) -> dict[str, Any]:
+    run = find(runs_of(request), run_id, "run")
+    human.resume(run, by=actor(request), note=payload.note)
+    return run_out(reload(request, run))
+
+
+@router.post(
+    "/runs/{run_id}/messages",
+    response={202: RunOut, 409: ErrorOut, **ERRORS},
+    tags=["runs"],
+    summary="Send the agent a message",
+    description="Queues a message the agent receives as a user message with its next model request "
+    "(run.message_queued now, agent.message_delivered when it is sent). 409 when the run has ended.",
+    openapi_extra=body_examples(steer={"text": "Only look at invoices from 2026."}),
+)
+def queue_message(request: ApiRequest, run_id: str, payload: MessageIn) -> Status[dict[str, Any]]:
+    run = find(runs_of(request), run_id, "run")
+    human.queue_message(run, payload.text, by=actor(request))
+    return Status(202, run_out(reload(request, run)))
 
 
 class EventFilters(Schema):

@@ -15,7 +15,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from agent_platform import metrics
 from agent_platform.access import SESSION_KEY
 from agent_platform.models import workspaces_of
-from runs.live import amark_watched, live_group
+from runs.live import amark_watched, control_group, control_input, live_group
 
 from .events import run_group, workspace_group
 from .models import Event, Run
@@ -184,6 +184,15 @@ class RunsListConsumer(SignedInConsumer):
 # old a frame may be before a slow viewer skips it rather than fall further behind.
 PRESENCE_REFRESH_SECONDS = 2
 FRAME_MAX_AGE_SECONDS = 1.5
+# How long a live socket trusts its last reading of Run.accepts_control: input arrives many times a second, and a
+# person's control ends at most this long after the run is handed back.
+CONTROL_CHECK_SECONDS = 1.0
+
+
+@database_sync_to_async
+def _accepts_control(run_pk: int) -> bool:
+    run = Run.objects.filter(pk=run_pk).only("status", "paused_at").first()
+    return run is not None and run.accepts_control
 
 
 class LiveViewConsumer(SignedInConsumer):
@@ -197,10 +206,12 @@ class LiveViewConsumer(SignedInConsumer):
     async def connect(self) -> None:
         self.group: str | None = None
         self.presence: asyncio.Future[None] | None = None
+        self.control_checked_at = 0.0
+        self.control_allowed = False
         found = await self.accept_visible_run()
         if found is None:
             return
-        self.public_id = found[1]
+        self.run_pk, self.public_id = found
         self.group = live_group(self.public_id)
         metrics.live_viewers.inc()  # before the first await: a disconnect always finds it counted
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -224,8 +235,29 @@ class LiveViewConsumer(SignedInConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        if isinstance(content, dict) and content.get("type") == "ping":
+        if not isinstance(content, dict) or self.group is None:
+            return
+        if content.get("type") == "ping":
             await self.send_json({"type": "pong"})
+        elif content.get("type") == "input":
+            await self.forward_input(content)
+
+    async def forward_input(self, content: dict[str, Any]) -> None:
+        """A person's mouse, wheel, key or typed text for the run's page: only on a member's socket (the socket was
+        opened on a run of their workspace) and only while the run accepts control; sent to the worker that holds
+        the page, never stored or logged."""
+        cleaned = control_input(content)
+        if cleaned is None:
+            await self.send_json({"type": "input_refused", "reason": "invalid"})
+            return
+        now = time.monotonic()
+        if now - self.control_checked_at > CONTROL_CHECK_SECONDS:
+            self.control_allowed = await _accepts_control(self.run_pk)
+            self.control_checked_at = now
+        if not self.control_allowed:
+            await self.send_json({"type": "input_refused", "reason": "not_in_control"})
+            return
+        await self.channel_layer.group_send(control_group(self.public_id), {"type": "control.input", "input": cleaned})
 
     async def live_frame(self, message: dict[str, Any]) -> None:
         if time.time() - float(message.get("sent_at") or 0) > FRAME_MAX_AGE_SECONDS:

@@ -26,7 +26,21 @@ def workspace_group(workspace_id: int) -> str:
 
 
 # Events that change what a runs-list row shows; the list's socket is told about these only.
-ROW_CHANGING_TYPES = frozenset({"run.started", "run.finished", "agent.usage", "agent.tool_result", "run.judged"})
+ROW_CHANGING_TYPES = frozenset(
+    {
+        "run.started",
+        "run.finished",
+        "agent.usage",
+        "agent.tool_result",
+        "run.judged",
+        # the row says whether the run waits for a person
+        "run.input_requested",
+        "run.input_received",
+        "run.input_timed_out",
+        "run.paused",
+        "run.resumed",
+    }
+)
 
 
 def next_seq(run: Run) -> int:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from . import queueing, tasks
 from .events import emit
+from .human import close_inputs
 from .judging.services import judge_on_finish
 from .models import Event, Run
 
@@ -119,6 +120,8 @@ def finish(
         "error_message": error_message,
         "finished_at": now,
         "secrets": {},  # a run's secrets are needed only while it runs
+        "paused_at": None,
+        "paused_by": "",
     }
     if signals is not None:
         fields["signals"] = signals
@@ -129,6 +132,7 @@ def finish(
         run.refresh_from_db()
         # Its slot is free: the workspace's next waiting run goes to the workers once this ending commits.
         transaction.on_commit(functools.partial(admit, run.workspace_id))
+        close_inputs(run)
         emit(
             run,
             "run.finished",

@@ -1,6 +1,8 @@
 """Who is watching a run's live view: the run page's socket marks its presence in the shared cache, the worker's
 screencast (runtime.browser.live_view) streams to the run's live group only while it is marked."""
 
+from typing import Any
+
 from django.core.cache import cache
 
 PRESENCE_TTL_SECONDS = 6
@@ -28,3 +30,58 @@ def is_watched(run_public_id: str) -> bool:
         return bool(cache.get(presence_key(run_public_id)))
     except Exception:
         return False  # no cache, no viewer: the run goes on without a live view
+
+
+# --- a person's input while they have control (runs.human; applied by runtime.browser.control) -------------------
+
+MOUSE_BUTTONS = ("left", "middle", "right")
+MOUSE_ACTIONS = ("click", "down", "up", "move")
+KEY_ACTIONS = ("press", "down", "up")
+COORDINATE_MAX = 10_000
+WHEEL_DELTA_MAX = 10_000
+TYPED_TEXT_MAX_CHARS = 1_000
+KEY_NAME_MAX_CHARS = 32
+
+
+def control_group(run_public_id: str) -> str:
+    """The group the worker holding the run's browser listens on for a person's input."""
+    return f"control.{run_public_id}"
+
+
+def _number(value: Any, bound: float) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if -bound <= value <= bound else None
+
+
+def control_input(content: Any) -> dict[str, Any] | None:
+    """The input a live socket sent, cleaned to what the worker applies, or None if it is not one. Coordinates are
+    CSS pixels of the page's viewport (the frames' width and height)."""
+    if not isinstance(content, dict):
+        return None
+    kind = content.get("kind")
+    if kind in ("mouse", "wheel"):
+        x, y = _number(content.get("x"), COORDINATE_MAX), _number(content.get("y"), COORDINATE_MAX)
+        if x is None or y is None or x < 0 or y < 0:
+            return None
+        if kind == "wheel":
+            dx, dy = _number(content.get("dx", 0), WHEEL_DELTA_MAX), _number(content.get("dy", 0), WHEEL_DELTA_MAX)
+            if dx is None or dy is None:
+                return None
+            return {"kind": "wheel", "x": x, "y": y, "dx": dx, "dy": dy}
+        action = content.get("action", "click")
+        button = content.get("button", "left")
+        if action not in MOUSE_ACTIONS or button not in MOUSE_BUTTONS:
+            return None
+        return {"kind": "mouse", "action": action, "x": x, "y": y, "button": button}
+    if kind == "key":
+        key, action = content.get("key"), content.get("action", "press")
+        if not isinstance(key, str) or not 0 < len(key) <= KEY_NAME_MAX_CHARS or action not in KEY_ACTIONS:
+            return None
+        return {"kind": "key", "action": action, "key": key}
+    if kind == "text":
+        text = content.get("text")
+        if not isinstance(text, str) or not 0 < len(text) <= TYPED_TEXT_MAX_CHARS:
+            return None
+        return {"kind": "text", "text": text}
+    return None

@@ -217,6 +217,9 @@ class Run(models.Model):
     # Written by the worker while it owns the run; a running run whose heartbeat is stale lost its worker.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # Set while an operator has paused the agent (runs.human): no model request is sent until it is cleared.
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_by = models.CharField(max_length=200, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -250,8 +253,10 @@ class Run(models.Model):
     @property
     def accepts_control(self) -> bool:
         """Whether a member's mouse and keyboard may drive the run's page through the interactive live view now: a
-        running sign-in by hand always does (it has no agent to disturb)."""
-        return self.kind == self.Kind.SIGN_IN and self.status == self.Status.RUNNING
+        running sign-in by hand always does (it has no agent to disturb), an agent's run while a person has control
+        (the agent is paused). The worker-side input dispatcher (runtime.browser.control) serves any run kind whose
+        page lives in the worker's browser host."""
+        return self.status == self.Status.RUNNING and (self.kind == self.Kind.SIGN_IN or self.paused_at is not None)
 
     @property
     def usage_total(self) -> int:
@@ -302,6 +307,67 @@ class Event(models.Model):
             "data": self.payload,
             "processed_at": rfc3339(self.processed_at),
         }
+
+
+class RunInput(models.Model):
+    """A question the agent asked the operator (the ask_human tool) and its answer. A secret answer is sealed at rest
+    (runs.secret_box) and cleared when the run ends, like the run's secrets."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        ANSWERED = "answered"
+        TIMED_OUT = "timed_out"  # no one answered within RUN_INPUT_TIMEOUT_SECONDS
+        CLOSED = "closed"  # the run ended before an answer
+
+    public_id = models.CharField(max_length=40, unique=True, default=ids.input_id, editable=False)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="inputs")
+    question = models.TextField()
+    secret = models.BooleanField(default=False)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    answer = models.TextField(blank=True)
+    answered_by = models.CharField(max_length=200, blank=True)
+    asked_at = models.DateTimeField(default=timezone.now)
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "asked_at", "id"]
+        constraints = [
+            # The agent waits on one question at a time.
+            models.UniqueConstraint(fields=["run"], condition=Q(state="pending"), name="run_input_one_pending")
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+    def as_pending(self) -> dict[str, Any]:
+        return {"id": self.public_id, "question": self.question, "secret": self.secret, "asked_at": self.asked_at}
+
+
+class RunMessage(models.Model):
+    """A user message queued for the agent's next request: an operator's steer, or the note a person left when they
+    handed control back."""
+
+    class Kind(models.TextChoices):
+        STEER = "steer"
+        HANDBACK = "handback"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="queued_messages")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.STEER)
+    text = models.TextField(blank=True)
+    sent_by = models.CharField(max_length=200, blank=True)
+    queued_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "queued_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["run", "queued_at"], condition=Q(delivered_at__isnull=True), name="run_message_undelivered"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.kind}"
 
 
 # The files of runs live in their own module; imported here so Django registers the model with the app.

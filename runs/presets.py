@@ -33,6 +33,10 @@ ACCOUNT = "Open my demo shop account page and tell me who is signed in, without 
 DEMO_PROFILE_NAME = "Demo shop account"
 # The demo customer (demo_site.account), as run secrets: the agent types placeholders, never sees them.
 DEMO_SECRETS = {"SHOP_USER": "ada@example.com", "SHOP_PASSWORD": "northwind-demo"}
+CONFIRMATION_CODE = (
+    "Ask me for my order's confirmation code, then send the demo shop's contact form asking how to return the Cedar "
+    "Notebook, quoting the code."
+)
 
 
 def demo_tasks(base_url: str) -> list[dict[str, Any]]:
@@ -91,5 +95,11 @@ def demo_tasks(base_url: str) -> list[dict[str, Any]]:
             "start_url": f"{root}/demo/account/",
             "profile": DEMO_PROFILE_NAME,
             "seed": False,  # it needs the sign-in's profile saved first: the operator launches it after
+        },
+        {
+            # waits for a person: the run page asks for the code (any 4+ characters) and the runs list marks it
+            "label": "Demo shop: ask me for a code",
+            "task": CONFIRMATION_CODE,
+            "start_url": f"{root}/demo/contact/",
         },
     ]

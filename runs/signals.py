@@ -6,4 +6,4 @@ from django.dispatch import Signal
 # LIFECYCLE_EVENT_TYPES only; receivers get `run` (Run) and `event` (Event).
 run_lifecycle_event = Signal()
 
-LIFECYCLE_EVENT_TYPES = frozenset({"run.finished", "run.judged", "file.downloaded"})
+LIFECYCLE_EVENT_TYPES = frozenset({"run.finished", "run.judged", "file.downloaded", "run.input_requested"})

@@ -34,13 +34,13 @@ from runs.presets import demo_tasks as bundled_demo_tasks
 from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
 from runs.traces import has_trace, trace_path
 
-from . import presenters
+from . import human, presenters
 from .files import attachment, files_of_run, upload_files
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
 from .judging.models import Outcome, latest_judge_verdict
 from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
 from .lifecycle import request_cancel
-from .models import UUID_ID, Event, Proxy, Run, Session
+from .models import UUID_ID, Event, Proxy, Run, RunInput, Session
 from .profiles.models import Profile
 from .screenshots import content_type, storage_path
 
@@ -121,6 +121,8 @@ def with_judge_verdict(runs: QuerySet[Run]) -> "QuerySet[ListRun]":
         model_deprecated=Exists(deprecation),
         # KT + Cast: the turn as an integer on every backend (SQLite hands a bare JSON number back otherwise).
         last_turn=Subquery(last_action.annotate(turn=Cast(KT("payload__turn"), IntegerField())).values("turn")[:1]),
+        # A question to the operator waits on an answer: the row says the run waits for a person (so does a pause).
+        asking_person=Exists(RunInput.objects.filter(run=OuterRef("pk"), state=RunInput.State.PENDING)),
     )
 
 
@@ -299,6 +301,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
             "cost_percent": presenters.percent_of(run.cost_usd, run.max_cost_usd),
             "session_runs": run.session.runs.count(),
             "run_files": files_of_run(run),
+            **person_context(run),
             "live_config": {
                 "socket": f"/ws/runs/{run.public_id}/",
                 "last_seq": events[-1].seq if events else 0,
@@ -308,6 +311,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
                 "finished": run.is_finished,
                 "summary_url": reverse("runs:summary", args=[run.public_id]),
                 "live_socket": f"/ws/runs/{run.public_id}/live/",
+                "person_url": reverse("runs:person", args=[run.public_id]),
                 "usage": {
                     "requests": run.usage_requests,
                     "total": run.usage_total,
@@ -319,6 +323,81 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         }
     )
     return render(request, "runs/detail.html", context)
+
+
+def person_context(run: Run) -> dict[str, Any]:
+    """What the run page's person card shows: the agent's pending question, and whether a person has control."""
+    return {
+        "pending_input": human.pending_input(run),
+        "paused": run.status == Run.Status.RUNNING and run.paused_at is not None,
+    }
+
+
+def operator_name(request: HttpRequest) -> str:
+    return str(request.user.get_username())
+
+
+@login_required
+def run_person(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The run page's person card, re-rendered when the agent asks, or a pause starts or ends."""
+    run = run_for_user(request.user, run_id)
+    return render(request, "runs/_person.html", {"run": run, **person_context(run)})
+
+
+def person_action(request: HttpRequest, run_id: str, act: Any, done: str) -> HttpResponse:
+    """One of a member's person-in-the-loop actions from the run page; a refusal is shown, never a traceback."""
+    run = run_for_user(request.user, run_id)
+    try:
+        act(run, operator_name(request))
+    except ServiceError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, done, extra_tags="finished")
+    return redirect("runs:detail", run.public_id)
+
+
+@login_required
+@require_POST
+def run_answer(request: HttpRequest, run_id: str) -> HttpResponse:
+    return person_action(
+        request,
+        run_id,
+        lambda run, by: human.answer_input(run, request.POST.get("id", ""), request.POST.get("text", ""), by=by),
+        "Answer sent to the agent.",
+    )
+
+
+@login_required
+@require_POST
+def run_pause(request: HttpRequest, run_id: str) -> HttpResponse:
+    return person_action(
+        request,
+        run_id,
+        lambda run, by: human.pause(run, by=by),
+        "You have control: the agent stops before its next request. Use the live view, then hand back.",
+    )
+
+
+@login_required
+@require_POST
+def run_resume(request: HttpRequest, run_id: str) -> HttpResponse:
+    return person_action(
+        request,
+        run_id,
+        lambda run, by: human.resume(run, by=by, note=request.POST.get("note", "")),
+        "Handed back to the agent.",
+    )
+
+
+@login_required
+@require_POST
+def run_message(request: HttpRequest, run_id: str) -> HttpResponse:
+    return person_action(
+        request,
+        run_id,
+        lambda run, by: human.queue_message(run, request.POST.get("text", ""), by=by),
+        "Message queued: the agent reads it with its next request.",
+    )
 
 
 @login_required

@@ -18,22 +18,22 @@ from agent_platform import metrics, telemetry
 from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
-from runs import evaluation, events, lifecycle, spending
+from runs import evaluation, events, human, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
-from runs.models import Run, Session
+from runs.models import Run, RunMessage, Session
 from runs.proxies import ProxyGone, open_proxy, proxy_policy
 from runs.screenshots import save_screenshot
 from runs.secret_box import SecretsUnavailable
-from runs.secrets import mask, prompt_section
+from runs.secrets import mask, placeholder, prompt_section
 from runs.usage import Answered, compaction_iterations, read_usage, send_message
-from runtime.browser import live_view, tracing
+from runtime.browser import control, live_view, tracing
 from runtime.browser.downloads import RunDownloads
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
 from runtime.browser.upstream import UpstreamDialer
 
-from . import browser_call, context, extraction, files, notices, profile_state, prompts
+from . import asking, browser_call, context, extraction, files, notices, profile_state, prompts
 from .browser_call import BrowserCrashed, crashed_if_gone
 from .calls import (
     CallResult,
@@ -84,6 +84,10 @@ class Heartbeat(threading.Thread):
         self.give_up_at = time.monotonic() + settings.RUN_TIME_LIMIT_SECONDS + 120
         self.stopped = threading.Event()
 
+    def extend(self, seconds: float) -> None:
+        """Time spent waiting for a person does not count toward the run's limit, nor toward giving up here."""
+        self.give_up_at += seconds
+
     def run(self) -> None:
         try:
             while not self.stopped.wait(self.interval) and time.monotonic() < self.give_up_at:
@@ -124,6 +128,12 @@ class AgentLoop:
         # The run's files: those it was given (on this worker, for file_upload) and its downloads (runtime.files).
         self.given_files: list[files.GivenFile] = []
         self.downloads: RunDownloads | None = None
+        self.control: control.InputDispatcher | None = None  # a person's input while they have control
+        self.heartbeat: Heartbeat | None = None
+        # Seconds spent waiting for a person (answers, pauses): they never count toward RUN_TIME_LIMIT_SECONDS.
+        self.waited = 0.0
+        self.secret_answers = 0
+        self.answer_names: set[str] = set()  # the run's secrets that are answers to ask_human
         self.schema = run.session.output_schema or None
         self.started = time.monotonic()
         self.messages: list[dict[str, Any]] = []
@@ -165,7 +175,7 @@ class AgentLoop:
     # --- the run as a whole -----------------------------------------------------------------------------
 
     def execute(self) -> None:
-        heartbeat = Heartbeat(self.run)
+        self.heartbeat = heartbeat = Heartbeat(self.run)
         heartbeat.start()
         ending: Ending | None = None
         try:
@@ -221,7 +231,7 @@ class AgentLoop:
                 )
             )
         limit = settings.RUN_TIME_LIMIT_SECONDS
-        if time.monotonic() - self.started > limit:
+        if time.monotonic() - self.started - self.waited > limit:
             raise Stop(
                 Ending.failed(
                     Run.ErrorCode.TIMEOUT,
@@ -329,6 +339,7 @@ class AgentLoop:
             log.warning("run %s: the session's browser state was refused; starting clean", run.public_id)
             self._toolset = open_context(None)
         self.live = live_view.attach(host, self.toolset, run.public_id)
+        self.control = control.attach(host, run.public_id, self.toolset.active_page)
 
         problem = ""
         if run.start_url:
@@ -477,6 +488,8 @@ class AgentLoop:
         try:
             if self.live is not None:
                 self.live.stop()
+            if self.control is not None:
+                self.control.stop()
             # a hung page could hang the trace's stop too: a run the browser failed keeps no trace
             if self.host.is_connected and not self.browser_failed:
                 tracing.finish(self.host, self.toolset.context, self.run.public_id, self.run.secrets)
@@ -510,11 +523,16 @@ class AgentLoop:
             "system": [
                 {
                     "type": "text",
-                    "text": prompts.system_prompt(self.schema is not None) + prompt_section(self.run.secrets),
+                    "text": prompts.system_prompt(self.schema is not None) + prompt_section(self.launch_secrets()),
                     "cache_control": EPHEMERAL,
                 }
             ],
-            "tools": [self.toolset.to_dict(), prompts.done_tool(self.schema), extraction.extract_tool()],
+            "tools": [
+                self.toolset.to_dict(),
+                prompts.done_tool(self.schema),
+                extraction.extract_tool(),
+                asking.human_tool(),
+            ],
             "messages": self.messages,
         }
         self.fit_context(params)
@@ -547,6 +565,7 @@ class AgentLoop:
     def converse(self) -> Ending:
         while True:
             self.safe_point()
+            self.attend()
             self.record.hand_off()  # the last turn is recorded while the model answers
             params = self.request()
             ending = self.within_budget()
@@ -746,6 +765,10 @@ class AgentLoop:
                 elif is_browser(use):
                     refused = calls.halted
                     block, screenshot_url = self.run_browser_call(use, calls)
+                elif use.name == asking.HUMAN_TOOL and not use.toolset_name:
+                    refused = False
+                    block = self.ask_human(use)
+                    self.verdict.call_answered(is_error=bool(block.get("is_error")))
                 elif use.name == extraction.EXTRACT_TOOL and not use.toolset_name:
                     refused = False
                     block = self.extract(use)
@@ -898,6 +921,111 @@ class AgentLoop:
         for use, block in results:
             self.emit_tool_result(use, block, [], None)
         return self.verdict.last_verdict()
+
+    # --- a person in the loop (runs.human) -------------------------------------------------------------------
+
+    def waiting(self, started: float) -> None:
+        """After a wait for a person: it does not count toward the run's time limit."""
+        spent = time.monotonic() - started
+        self.waited += spent
+        if self.heartbeat is not None:
+            self.heartbeat.extend(spent)
+
+    def stop_if_cancelled(self) -> None:
+        if lifecycle.cancel_requested(self.run):
+            self.safe_point()  # raises Stop as cancelled
+
+    def ask_human(self, use: BetaToolUseBlock) -> dict[str, Any]:
+        """The ask_human tool: the question goes to the operator and the agent waits, the run heartbeating, until
+        they answer or RUN_INPUT_TIMEOUT_SECONDS pass. The answer is the tool's result; a secret answer becomes one
+        of the run's secrets, so the model sees only its placeholder and every record masks its value."""
+        problem = asking.question_problem(use.input, human.QUESTION_MAX_CHARS)
+        if problem is not None:
+            return result_block(use, problem, is_error=True)
+        question = str(use.input["question"])
+        secret = bool(use.input.get("secret", False))
+        self.record.hand_off()
+        self.record.flush()  # the turn's tool_use comes before the question in the run's events
+        asked = human.ask(self.run, question, secret=secret)
+        timeout = settings.RUN_INPUT_TIMEOUT_SECONDS
+        started = time.monotonic()
+        waiter = asking.Waiter(self.run.public_id)
+        try:
+            while True:
+                answer = human.answer_of(asked)
+                if answer is not None:
+                    break
+                self.stop_if_cancelled()
+                left = timeout - (time.monotonic() - started)
+                if left <= 0 and human.time_out(self.run, asked):
+                    return result_block(use, asking.not_answered(timeout))
+                waiter.wait(max(left, asking.WAKE_POLL_SECONDS))
+        finally:
+            self.waiting(started)
+        if not secret:
+            return result_block(use, asking.answered(answer))
+        self.secret_answers += 1
+        name = human.SECRET_ANSWER_NAME.format(self.secret_answers)
+        while name in self.run.secrets:
+            self.secret_answers += 1
+            name = human.SECRET_ANSWER_NAME.format(self.secret_answers)
+        # in this worker's memory only, as the run's own secrets are: the toolset types it, every record masks it
+        self.run.secrets[name] = answer
+        self.answer_names.add(name)
+        self.toolset.secrets[name] = answer
+        return result_block(use, asking.answered_secretly(placeholder(name)))
+
+    def launch_secrets(self) -> dict[str, str]:
+        """The secrets the system prompt names: the launch's. A secret answer is explained in its tool result, so the
+        system prompt (and the prompt cache that starts with it) stays the same for the whole run."""
+        return {name: value for name, value in self.run.secrets.items() if name not in self.answer_names}
+
+    def attend(self) -> None:
+        """Before each model request: wait while a person has control, then hand the agent what people queued for
+        it (a steer, the note of a hand-back) as text after the tool results of its next user message."""
+        if human.is_paused(self.run):
+            self.wait_while_paused()
+        deliveries = human.take_messages(self.run)
+        if not deliveries:
+            return
+        texts = []
+        for delivery in deliveries:
+            if delivery.kind == RunMessage.Kind.HANDBACK:
+                text = (
+                    asking.resumed_after_timeout()
+                    if delivery.by == "timeout"
+                    else asking.handed_back(delivery.by, delivery.text)
+                )
+            else:
+                text = asking.steered(delivery.by, delivery.text)
+            texts.append(text_block(mask(text, self.run.secrets)))
+            self.record.event(
+                "agent.message_delivered", {"kind": delivery.kind, "text": delivery.text, "by": delivery.by}
+            )
+        if self.messages and self.messages[-1]["role"] == "user":
+            self.messages[-1]["content"].extend(texts)
+        else:
+            self.add_user(texts)
+
+    def wait_while_paused(self) -> None:
+        """No model request while paused; a pause longer than RUN_INPUT_TIMEOUT_SECONDS ends by itself."""
+        self.record.hand_off()
+        self.record.flush()  # what the agent did before the pause is on the page for the person taking control
+        started = time.monotonic()
+        waiter = asking.Waiter(self.run.public_id)
+        try:
+            while True:
+                since = human.paused_since(self.run)
+                if since is None:
+                    return
+                self.stop_if_cancelled()
+                left = settings.RUN_INPUT_TIMEOUT_SECONDS - (timezone.now() - since).total_seconds()
+                if left <= 0:
+                    human.end_pause(self.run, by="timeout", note="")
+                    return
+                waiter.wait(max(left, asking.WAKE_POLL_SECONDS))
+        finally:
+            self.waiting(started)
 
     # --- signals --------------------------------------------------------------------------------------------
 

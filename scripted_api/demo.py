@@ -38,6 +38,12 @@ CONTACT_VALUES = {
     "message": "Hello, I would like to return the Cedar Notebook from my last order. How do I send it back?",
 }
 
+# The demo task that asks the operator (ask_human) for a code before it sends the contact form quoting it.
+HUMAN_TOOL = "ask_human"
+CODE_QUESTION = "What is your order's confirmation code? It is in the email the shop sent you."
+ANSWER_LINE = re.compile(r"The operator answered:\n(?P<text>.+)", re.DOTALL)
+SECRET_PLACEHOLDER = re.compile(r"\{\{secret:[A-Za-z0-9_]+\}\}")
+
 START_URL_LINE = re.compile(r"^\s*Start URL:\s*(\S+)", re.MULTILINE)
 ANY_URL = re.compile(r"https?://[^\s\"'<>)]+")
 PRICE = re.compile(r"(?:[$€£]\s?)?(\d{1,6}(?:[.,]\d{2}))\b")
@@ -406,6 +412,8 @@ class ScriptedDemoModel:
             return self.sign_in_turn(request, url, steps)
         if "demo shop account page" in lowered:
             return self.account_turn(request, url, steps)
+        if "confirmation code" in lowered:
+            return self.code_turn(request, url, steps)
         if "contact" in lowered:
             return self.contact_turn(request, url, steps)
         if any(word in lowered for word in ("shop", "product")):
@@ -433,7 +441,27 @@ class ScriptedDemoModel:
         say = "I checked the list again and am submitting it complete." if revising else "I have the list."
         return done(request, True, output, {"items": items}, say=say)
 
-    def contact_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
+    def code_turn(self, request: dict[str, Any], url: str, steps: list[Step]) -> Reply:
+        """Ask the operator for the order's confirmation code (a secret: the model gets its placeholder), then send
+        the contact form quoting it; without an answer, say so."""
+        asked = last_result_of(steps, HUMAN_TOOL)
+        if asked is None:
+            return tool_use_reply(
+                HUMAN_TOOL, {"question": CODE_QUESTION, "secret": True}, text="I need the confirmation code from you."
+            )
+        if asked.result is None:
+            return done(request, False, "The question to the operator was not answered.")
+        told = asked.result
+        placeholder = SECRET_PLACEHOLDER.search(told)
+        answer = ANSWER_LINE.search(told)
+        code = placeholder.group(0) if placeholder else (answer.group("text").strip() if answer else "")
+        if not code:
+            return done(request, False, "No one gave me the order's confirmation code, so I did not contact the shop.")
+        message = f"Hello, about my order with confirmation code {code}: how do I return the Cedar Notebook?"
+        after = steps[steps.index(asked) + 1 :]
+        return self.contact_turn(request, url, after, message=message)
+
+    def contact_turn(self, request: dict[str, Any], url: str, steps: list[Step], message: str | None = None) -> Reply:
         contact_url = url if "/contact" in url else urljoin(demo_root(url, self.demo_root), "contact/")
         last = steps[-1].name if steps else None
         if last is None:
@@ -441,11 +469,11 @@ class ScriptedDemoModel:
         if last == "navigate":
             return browser("read_page", {"filter": "interactive"}, "I'll look at the form's fields.")
         if last in ("get_page_text", DONE_TOOL):
-            return self.contact_verdict(request, last_result_of(steps, "get_page_text"))
+            return self.contact_verdict(request, last_result_of(steps, "get_page_text"), message)
         snapshot_step = last_result_of(steps, "read_page")
         if snapshot_step is None:
             return browser("read_page", {"filter": "interactive"}, "I'll look at the form's fields.")
-        plan = self.contact_plan(snapshot_step.result or "")
+        plan = self.contact_plan(snapshot_step.result or "", message)
         if plan is None:
             return done(request, False, "The contact page has no form with name, email, message and a send button.")
         taken = len(steps) - 1 - steps.index(snapshot_step)
@@ -508,7 +536,9 @@ class ScriptedDemoModel:
         output = f"The shop received the file; it shows SHA-256 {shown.group(1)}."
         return done(request, True, output, {"sha256": shown.group(1)}, say="The upload went through.")
 
-    def contact_plan(self, snapshot: str) -> list[tuple[str, dict[str, Any], str]] | None:
+    def contact_plan(
+        self, snapshot: str, message_text: str | None = None
+    ) -> list[tuple[str, dict[str, Any], str]] | None:
         controls = parse_controls(snapshot)
         name = find_control(controls, {"textbox"}, "name", avoid="email")
         email = find_control(controls, {"textbox"}, "email", "e-mail")
@@ -537,7 +567,10 @@ class ScriptedDemoModel:
         plan.append(
             (
                 "form_input",
-                {"target": {"type": "ref", "ref": fields["message"].ref}, "value": CONTACT_VALUES["message"]},
+                {
+                    "target": {"type": "ref", "ref": fields["message"].ref},
+                    "value": message_text or CONTACT_VALUES["message"],
+                },
                 "Writing the message.",
             )
         )
@@ -553,10 +586,15 @@ class ScriptedDemoModel:
         plan.append(("left_click", {"target": {"type": "ref", "ref": send.ref}}, "Sending the form."))
         return plan
 
-    def contact_verdict(self, request: dict[str, Any], page: Step | None) -> Reply:
+    def contact_verdict(self, request: dict[str, Any], page: Step | None, message: str | None = None) -> Reply:
         text = (page.result if page else "") or ""
         if "thank you" not in text.lower():
             return done(request, False, "I sent the contact form but the page did not confirm it was received.")
+        if message is not None:
+            output = (
+                "I sent the contact form quoting the confirmation code the operator gave me; the shop confirmed it."
+            )
+            return done(request, True, output, {"submitted": True}, say="The form went through.")
         output = (
             f"I sent the contact form as {CONTACT_VALUES['name']} <{CONTACT_VALUES['email']}> about "
             f"“{CONTACT_VALUES['topic']}”; the shop confirmed it with a thank-you page echoing the message."

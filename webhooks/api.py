@@ -14,7 +14,7 @@ from .models import Delivery, Endpoint
 
 router = Router(tags=["webhooks"])
 
-EventName = Literal["run.finished", "run.judged", "batch.finished", "file.downloaded"]
+EventName = Literal["run.finished", "run.judged", "run.input_requested", "batch.finished", "file.downloaded"]
 
 
 class EndpointIn(Schema):
@@ -24,7 +24,8 @@ class EndpointIn(Schema):
         description="A public http(s) URL (private addresses only where the browser may reach them)."
     )
     events: list[EventName] = Field(
-        description="The events to send: run.finished, run.judged, batch.finished, file.downloaded."
+        description="The events to send: run.finished, run.judged, run.input_requested, batch.finished, "
+        "file.downloaded."
     )
 
 

@@ -38,6 +38,7 @@ class SecretScheme(models.TextChoices):
 class EventType(models.TextChoices):
     RUN_FINISHED = "run.finished"
     RUN_JUDGED = "run.judged"
+    RUN_INPUT_REQUESTED = "run.input_requested"
     BATCH_FINISHED = "batch.finished"
     FILE_DOWNLOADED = "file.downloaded"
 

@@ -26,6 +26,12 @@ def on_run_event(sender: type[Run], run: Run, event: Event, **kwargs: Any) -> No
             EventType.FILE_DOWNLOADED,
             lambda: {"run": payloads.run_data(run), "file": dict(event.payload)},
         )
+    elif event.type == EventType.RUN_INPUT_REQUESTED:
+        services.record_event(
+            run.workspace_id,
+            EventType.RUN_INPUT_REQUESTED,
+            lambda: {"run": payloads.run_data(run), "input": event.payload},
+        )
 
 
 @receiver(batch_finished, dispatch_uid="webhooks.on_batch_finished")

@@ -199,6 +199,11 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         page = await self._page(None)
         return await self._goto(page, url)
 
+    def active_page(self) -> Page | None:
+        """The tab the agent works in, if it is open (the live view shows it; a person in control drives it)."""
+        page = self._tabs.get(self._active) if self._active is not None else None
+        return None if page is None or page.is_closed() else page
+
     @property
     def last_snapshot(self) -> str | None:
         """The accessibility snapshot the last read_page or find took of the active tab, while no other member has

@@ -14,6 +14,7 @@
   var decoding = false;
   var pending = null;
   var frames = 0;
+  var frameSize = { width: 0, height: 0 };
 
   function show(on) {
     view.hidden = !on;
@@ -39,6 +40,7 @@
         draw(next);
       }
     };
+    if (frame.width && frame.height) frameSize = { width: frame.width, height: frame.height };
     img.src = "data:image/jpeg;base64," + String(frame.jpeg).replace(/[^A-Za-z0-9+/=]/g, "");
     caption.textContent = frame.url || "";
     var point = frame.cursor;
@@ -74,5 +76,18 @@
   document.addEventListener("pilothouse:event", function (event) {
     if (event.detail && event.detail.type === "run.finished") stop();
   });
-  window.Pilothouse.liveView = { stop: stop };
+  /* A person's input while they have control (static/js/person.js): sent on this socket, applied by the worker. */
+  function send(input) {
+    var open = socket.socket && socket.socket.readyState === WebSocket.OPEN;
+    if (open) socket.socket.send(JSON.stringify(Object.assign({ type: "input" }, input)));
+    return open;
+  }
+
+  window.Pilothouse.liveView = {
+    stop: stop,
+    send: send,
+    frameSize: function () {
+      return frameSize;
+    },
+  };
 })();

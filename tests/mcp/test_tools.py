@@ -6,10 +6,11 @@ import asyncio
 import httpx2
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from agent_platform import llm
 from agent_platform.asgi import application
-from runs.models import Run
+from runs.models import Run, RunInput, RunMessage
 from tests.support import live
 from tests.support.factories import make_run
 from tests.support.mcp_client import call, connected, data_of, text_of, with_client
@@ -19,7 +20,10 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 
 asgi_server = live.asgi_server
 
-TOOLS = {"launch_run", "get_run", "wait_for_run", "list_runs", "cancel_run", "rejudge_run", "list_models"}
+TOOLS = {
+    "launch_run", "get_run", "wait_for_run", "list_runs", "cancel_run", "rejudge_run", "list_models", "answer_input",
+    "resume_run",
+}  # fmt: skip
 LAUNCH_FIELDS = {
     "task", "start_url", "model", "output_schema", "judge", "judge_context", "max_turns", "max_cost_usd", "session_id",
     "profile_id",
@@ -33,13 +37,12 @@ def refusal(result) -> str:
 
 def test_the_tools_and_their_schemas(asgi_server, acme_key):
     async def tools_and_a_missing_one(client):
-        return await client.list_tools(), await client.call_tool("answer_input", {"run_id": "run_1", "answer": "yes"})
+        return await client.list_tools(), await client.call_tool("pause_run", {"run_id": "run_1"})
 
     listed, missing = with_client(f"{asgi_server}/mcp", acme_key, tools_and_a_missing_one)
     tools = {tool.name: tool for tool in listed.tools}
-    # The person-in-the-loop calls (answer_input, resume_run) wait for that feature to exist.
     assert set(tools) == TOOLS
-    assert refusal(missing) == "Unknown tool: answer_input"
+    assert refusal(missing) == "Unknown tool: pause_run"
     for tool in tools.values():
         assert tool.description and tool.title and tool.output_schema, tool.name
         assert tool.input_schema["type"] == "object"
@@ -169,6 +172,26 @@ def test_cancel_a_queued_run(asgi_server, acme, acme_key):
     assert cancelled["status"] == "cancelled" and cancelled["error"]["code"] == "cancelled"
     run.refresh_from_db()
     assert run.status == Run.Status.CANCELLED
+
+
+def test_answer_input_answers_the_pending_question_and_resume_run_hands_a_paused_run_back(asgi_server, acme, acme_key):
+    run = make_run(acme, status=Run.Status.RUNNING)
+    asked = RunInput.objects.create(run=run, question="Colour?")
+    url = f"{asgi_server}/mcp"
+
+    answered = data_of(call(url, acme_key, "answer_input", {"run_id": run.public_id, "answer": "Blue"}))
+    again = call(url, acme_key, "answer_input", {"run_id": run.public_id, "answer": "Red"})
+    not_paused = call(url, acme_key, "resume_run", {"run_id": run.public_id, "note": "x"})
+    Run.objects.filter(pk=run.pk).update(paused_at=timezone.now())
+    resumed = data_of(call(url, acme_key, "resume_run", {"run_id": run.public_id, "note": "Signed in."}))
+
+    assert answered["pending_input"] is None
+    asked.refresh_from_db()
+    assert (asked.state, asked.answer) == (RunInput.State.ANSWERED, "Blue")
+    assert refusal(again) == "conflict: The run has no pending question to answer."
+    assert refusal(not_paused) == "conflict: The run is not paused."
+    assert resumed["paused"] is False
+    assert RunMessage.objects.get(run=run).text == "Signed in."
 
 
 def test_rejudging_a_run_that_has_not_finished_is_a_conflict(asgi_server, acme, acme_key):

@@ -62,6 +62,7 @@ def test_done_with_success_ends_the_run_succeeded_with_the_agents_output(acme, s
         "browser_toolset_20260801",
         "done",
         "extract",
+        "ask_human",
     ]
     assert f"Start URL: {site}/runtime_shop.html" in first["messages"][0]["content"][0]["text"]
     assert "tool_choice" not in first

@@ -45,3 +45,18 @@ def finished(run: Run, timeout: float = RUN_TIMEOUT) -> Run:
 def events(run: Run, type: str | None = None) -> list[Event]:
     queryset = Event.objects.filter(run=run).order_by("seq")
     return list(queryset.filter(type=type) if type else queryset)
+
+
+@pytest.fixture
+def launches_held(monkeypatch):
+    """The API's launch does not enqueue: the test hands the run to its worker's queue itself (launch_through_api)."""
+    from runs import tasks
+
+    monkeypatch.setattr(tasks.execute_run, "delay", lambda pk: None)
+
+
+def launch_through_api(api, queue: str = RUNTIME_QUEUE, **body) -> Run:
+    """Launch with POST /api/v1/runs (with `launches_held`) and hand the run to the worker of `queue`."""
+    launched = api.post("/runs", {"task": "Do the task.", **body})
+    assert launched.status_code == 201, launched.content
+    return enqueue(Run.objects.get(public_id=launched.json()["id"]), queue)

@@ -109,3 +109,51 @@ def open_subscribed(page, url: str, ready: str = '"subscribed"') -> None:
             return
         page.wait_for_timeout(50)
     raise AssertionError(f"the page's socket never said {ready}: {frames}")
+
+
+LIVE_SOCKET_SCRIPT = """async ({url, inputs, settleMs}) => {
+  const received = [];
+  const socket = new WebSocket(url);
+  await new Promise((resolve, reject) => {
+    socket.onmessage = (message) => {
+      const data = JSON.parse(message.data);
+      if (data.type !== "frame") received.push(data);
+      if (data.type === "watching") resolve();
+    };
+    socket.onclose = (event) => { received.push({type: "closed", code: event.code}); resolve(); };
+    setTimeout(() => reject(new Error("the live socket never said watching")), 15000);
+  });
+  for (const input of inputs) {
+    if (socket.readyState !== WebSocket.OPEN) break;
+    socket.send(JSON.stringify({type: "input", ...input}));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+  await new Promise((resolve) => setTimeout(resolve, settleMs));
+  socket.close();
+  return received;
+}"""
+
+
+def send_over_live_socket(asgi_server: str, user, run_public_id: str, inputs: list[dict], settle_ms: int = 800):
+    """Open the run's live socket as `user` from real Chromium (a page of the web's own origin, signed in through a
+    real session cookie), send each input, and return what the socket sent back (frames left out). Playwright runs in
+    a thread of its own: its sync API would make this thread's later ORM calls refuse to run."""
+    client = Client()
+    client.force_login(user)
+    cookie = client.cookies["sessionid"].value
+    url = asgi_server.replace("http://", "ws://") + f"/ws/runs/{run_public_id}/live/"
+
+    def drive():
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=settings.BROWSER_EXECUTABLE, args=CHROMIUM_ARGS)
+            try:
+                context = browser.new_context()
+                context.add_cookies([{"name": "sessionid", "value": cookie, "url": asgi_server}])
+                page = context.new_page()
+                page.goto(f"{asgi_server}/login/")
+                return page.evaluate(LIVE_SOCKET_SCRIPT, {"url": url, "inputs": inputs, "settleMs": settle_ms})
+            finally:
+                browser.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(drive).result(timeout=90)

@@ -187,3 +187,33 @@ def fault_worker(
         return fault_worker_environment({"MEDIA_ROOT": str(tmp_path_factory.mktemp("fault-media"))})
 
     return _shared_worker(request, tmp_path_factory, django_db_blocker, "fault", FAULT_QUEUE, environment)
+
+
+# --- the person-in-the-loop tests' short-wait worker -----------------------------------------------------------
+
+HUMAN_TIMEOUT_QUEUE = "human-tests-timeout"
+HUMAN_TIME_LIMIT_SECONDS = 10  # the setting's minimum
+HUMAN_INPUT_TIMEOUT_SECONDS = 12  # longer than the run's whole time limit: waiting must not count toward it
+HUMAN_STALE_AFTER_SECONDS = 8
+
+
+@pytest.fixture(scope="session")
+def human_timeout_worker(
+    request, django_db_setup, django_db_blocker, clean_broker, messages_stub_server, tmp_path_factory
+) -> WorkerProcess:
+    """A worker whose runs wait for a person a short time (longer than their whole time limit) and heartbeat often
+    enough that a short stale threshold would catch a run that stopped."""
+
+    def environment() -> dict:
+        return worker_environment(
+            {
+                "RUN_TIME_LIMIT_SECONDS": str(HUMAN_TIME_LIMIT_SECONDS),
+                "RUN_INPUT_TIMEOUT_SECONDS": str(HUMAN_INPUT_TIMEOUT_SECONDS),
+                "RUN_STALE_AFTER_SECONDS": str(HUMAN_STALE_AFTER_SECONDS),
+                "MEDIA_ROOT": str(tmp_path_factory.mktemp("human-media")),
+            }
+        )
+
+    return _shared_worker(
+        request, tmp_path_factory, django_db_blocker, "human-timeout", HUMAN_TIMEOUT_QUEUE, environment
+    )
