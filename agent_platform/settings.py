@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "evals",
     "webhooks",
     "django_celery_beat",
+    "schedules",
 ]
 
 MIDDLEWARE = [

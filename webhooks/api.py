@@ -14,7 +14,7 @@ from .models import Delivery, Endpoint
 
 router = Router(tags=["webhooks"])
 
-EventName = Literal["run.finished", "run.judged", "batch.finished"]
+EventName = Literal["run.finished", "run.judged", "batch.finished", "schedule.data_changed", "schedule.run_failed"]
 
 
 class EndpointIn(Schema):
@@ -23,7 +23,9 @@ class EndpointIn(Schema):
     url: StrictStr = Field(
         description="A public http(s) URL (private addresses only where the browser may reach them)."
     )
-    events: list[EventName] = Field(description="The events to send: run.finished, run.judged, batch.finished.")
+    events: list[EventName] = Field(
+        description="The events to send: run.finished, run.judged, batch.finished, schedule.data_changed, schedule.run_failed."
+    )
 
 
 class EndpointOut(Schema):

@@ -39,6 +39,8 @@ class EventType(models.TextChoices):
     RUN_FINISHED = "run.finished"
     RUN_JUDGED = "run.judged"
     BATCH_FINISHED = "batch.finished"
+    SCHEDULE_DATA_CHANGED = "schedule.data_changed"
+    SCHEDULE_RUN_FAILED = "schedule.run_failed"
 
 
 class EndpointQuerySet(models.QuerySet["Endpoint"]):

@@ -32,11 +32,11 @@ ROTATION_GRACE = timedelta(hours=24)
 
 def clean_events(events: object) -> list[str]:
     if not isinstance(events, list) or not events:
-        raise InvalidRequest.of_field("events", "must list at least one of run.finished, run.judged, batch.finished")
+        raise InvalidRequest.of_field("events", "must list at least one of " + ", ".join(EventType.values))
     cleaned = []
     for index, event in enumerate(events):
         if event not in EventType.values:
-            raise InvalidRequest.of_field(f"events[{index}]", "must be run.finished, run.judged or batch.finished")
+            raise InvalidRequest.of_field(f"events[{index}]", "must be one of " + ", ".join(EventType.values))
         if event not in cleaned:
             cleaned.append(event)
     return cleaned
