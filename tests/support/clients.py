@@ -41,3 +41,9 @@ class ApiClient:
 
     def post(self, path: str, body=None, **kwargs):
         return self._call("post", path, body, **kwargs)
+
+    def patch(self, path: str, body=None, **kwargs):
+        return self._call("patch", path, body, **kwargs)
+
+    def delete(self, path: str, **kwargs):
+        return self._call("delete", path, **kwargs)
