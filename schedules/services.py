@@ -68,13 +68,15 @@ def sync_beat(schedule: Schedule) -> None:
 
 
 def delete_beat(schedule: Schedule) -> None:
-    task = schedule.periodic_task
+    """Remove the schedule's PeriodicTask and its CrontabSchedule (after the schedule's own row is gone, however it
+    went: this API, the admin, its workspace's deletion; schedules.receivers calls it)."""
+    task = PeriodicTask.objects.filter(pk=schedule.periodic_task_id).first()
     if task is None:
         return
-    crontab = task.crontab
+    crontab_id = task.crontab_id
     task.delete()
-    if crontab is not None and not PeriodicTask.objects.filter(crontab=crontab).exists():
-        crontab.delete()
+    if crontab_id is not None and not PeriodicTask.objects.filter(crontab_id=crontab_id).exists():
+        CrontabSchedule.objects.filter(pk=crontab_id).delete()
 
 
 # --- the operator's changes -----------------------------------------------------------------------------------------
@@ -150,9 +152,7 @@ def resume(schedule: Schedule) -> Schedule:
 
 def delete_schedule(schedule: Schedule) -> None:
     """The schedule, its firings and its beat rows go; the runs it launched stay."""
-    with transaction.atomic():
-        delete_beat(schedule)
-        schedule.delete()
+    schedule.delete()  # its beat rows follow (schedules.receivers)
 
 
 # --- firing -----------------------------------------------------------------------------------------------------------
@@ -175,30 +175,32 @@ def fire(schedule_id: str, now: datetime) -> Firing | None:
     slot = latest_slot(schedule.cron, schedule.timezone, now)
     if slot is None or Firing.objects.filter(schedule=schedule, slot=slot).exists():
         return None
-    try:
-        with transaction.atomic():
-            firing = Firing.objects.create(schedule=schedule, slot=slot)
-            try:
-                with transaction.atomic():
-                    launched = launch_run(
-                        schedule.workspace,
-                        **schedule.run,
-                        created_by=schedule.created_by,
-                        idempotency_key=idempotency_key(schedule, slot),
-                    )
-            except ServiceError as error:
-                # The launch refused (a model retired since, a cap lowered): the firing records why and counts as
-                # a failure, so a schedule that can no longer launch pauses itself like one whose runs fail.
-                firing.error = error.message
-                firing.outcome = Firing.Outcome.FAILED
-                firing.save(update_fields=["error", "outcome"])
-                count_failure(schedule, f"its run could not be launched: {error.message}")
-                return firing
-            firing.run = launched.run
-            firing.save(update_fields=["run"])
-    except IntegrityError:
-        log.info("schedule %s: slot %s already fired", schedule.public_id, slot.isoformat())
-        return None
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                firing = Firing.objects.create(schedule=schedule, slot=slot)
+        except IntegrityError:
+            # Another beat's message for the same slot got there first (its row committed, or is committing).
+            log.info("schedule %s: slot %s already fired", schedule.public_id, slot.isoformat())
+            return None
+        try:
+            with transaction.atomic():
+                launched = launch_run(
+                    schedule.workspace,
+                    **schedule.run,
+                    created_by=schedule.created_by,
+                    idempotency_key=idempotency_key(schedule, slot),
+                )
+        except ServiceError as error:
+            # The launch refused (a model retired since, a cap lowered): the firing records why and counts as
+            # a failure, so a schedule that can no longer launch pauses itself like one whose runs fail.
+            firing.error = error.message
+            firing.outcome = Firing.Outcome.FAILED
+            firing.save(update_fields=["error", "outcome"])
+            count_failure(schedule, f"its run could not be launched: {error.message}")
+            return firing
+        firing.run = launched.run
+        firing.save(update_fields=["run"])
     return firing
 
 

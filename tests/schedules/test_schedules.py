@@ -239,3 +239,25 @@ def test_another_workspace_sees_404_for_every_operation(api, umbrella_api):
         response = getattr(umbrella_api, method)(*args)
         assert response.status_code == 404, (method, path, response.content)
     assert Schedule.objects.get(public_id=schedule_id).enabled
+
+
+def test_a_refused_launch_is_in_the_history_and_counts_toward_the_pause(api):
+    schedule_id = create(api)["id"]
+    # A field that was valid when the schedule was made and is not at firing time (a limit lowered, say).
+    Schedule.objects.filter(public_id=schedule_id).update(run={**RUN, "max_turns": 0})
+    for n in range(3):
+        tasks.fire(schedule_id, minute(n).isoformat())
+    schedule = api.get(f"/schedules/{schedule_id}").json()
+    assert not Run.objects.exists()
+    assert [h["error"].startswith("max_turns: ") for h in schedule["history"]] == [True, True, True]
+    assert not schedule["enabled"] and "could not be launched: max_turns" in schedule["paused_reason"]
+
+
+def test_beat_rows_go_with_a_schedule_however_it_is_deleted(api, acme):
+    create(api)
+    create(api, name="Second")
+    crontabs = list(PeriodicTask.objects.filter(task=services.FIRE_TASK).values_list("crontab_id", flat=True))
+    assert len(crontabs) == 2
+    acme.delete()  # the workspace's schedules cascade
+    assert not PeriodicTask.objects.filter(task=services.FIRE_TASK).exists()
+    assert not CrontabSchedule.objects.filter(pk__in=crontabs).exists()
