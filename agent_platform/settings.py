@@ -122,6 +122,8 @@ INSTALLED_APPS = [
     "demo_site",
     "evals",
     "webhooks",
+    "django_celery_beat",
+    "schedules",
 ]
 
 MIDDLEWARE = [
@@ -237,7 +239,12 @@ CELERY_TASK_ROUTES = {
     "runs.tasks.*": {"queue": "runs"},
     "judge.tasks.*": {"queue": "judge"},
 }
+# Beat reads its schedule from the database (django-celery-beat): the operators' schedules are rows, and so is the
+# reaper, which the DatabaseScheduler copies from CELERY_BEAT_SCHEDULE into its table at every start.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {"reap-stale-runs": {"task": "runs.tasks.reap_stale_runs", "schedule": 30.0}}
+# A schedule whose runs fail this many times in a row pauses itself (docs/schedules.md).
+SCHEDULE_MAX_CONSECUTIVE_FAILURES = envint("SCHEDULE_MAX_CONSECUTIVE_FAILURES", 3, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -13,6 +13,7 @@ urlpatterns = [
     path("", include("agent_platform.web_urls")),
     path("", include("evals.urls")),
     path("", include("webhooks.urls")),
+    path("", include("schedules.urls")),
     path("api/v1/", api.urls),
     path("", include("browser_use_v4.urls")),
     path("admin/", admin.site.urls),

@@ -238,7 +238,7 @@ def main() -> int:
             "worker",
             [PYTHON, "-m", "celery", "-A", "agent_platform", "worker", "--beat", "-Q", "runs,judge,default",
              "--pool", "threads", "--concurrency", env.get("WORKER_CONCURRENCY", "4"), "--loglevel", "INFO",
-             "--schedule", str(VAR / "celerybeat-schedule")],
+             "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler"],
             env,
         )  # fmt: skip
         web = supervisor.start(

@@ -14,7 +14,10 @@ from .models import Delivery, Endpoint
 
 router = Router(tags=["webhooks"])
 
-EventName = Literal["run.finished", "run.judged", "run.input_requested", "batch.finished", "file.downloaded"]
+EventName = Literal[
+    "run.finished", "run.judged", "run.input_requested", "batch.finished", "file.downloaded", "schedule.data_changed",
+    "schedule.run_failed",
+]
 
 
 class EndpointIn(Schema):
@@ -25,7 +28,7 @@ class EndpointIn(Schema):
     )
     events: list[EventName] = Field(
         description="The events to send: run.finished, run.judged, run.input_requested, batch.finished, "
-        "file.downloaded."
+        "file.downloaded, schedule.data_changed, schedule.run_failed."
     )
 
 

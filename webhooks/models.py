@@ -41,6 +41,8 @@ class EventType(models.TextChoices):
     RUN_INPUT_REQUESTED = "run.input_requested"
     BATCH_FINISHED = "batch.finished"
     FILE_DOWNLOADED = "file.downloaded"
+    SCHEDULE_DATA_CHANGED = "schedule.data_changed"
+    SCHEDULE_RUN_FAILED = "schedule.run_failed"
 
 
 class EndpointQuerySet(models.QuerySet["Endpoint"]):

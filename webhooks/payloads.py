@@ -7,6 +7,7 @@ from evals.models import Batch
 from evals.reports import batch_report
 from runs.judging.models import Judgment
 from runs.models import Run
+from schedules.models import Schedule
 
 
 def run_data(run: Run) -> dict[str, Any]:
@@ -55,4 +56,16 @@ def batch_data(batch: Batch) -> dict[str, Any]:
         ],
         "created_at": rfc3339(batch.created_at, milliseconds=True),
         "finished_at": rfc3339(batch.finished_at, milliseconds=True),
+    }
+
+
+def schedule_data(schedule: Schedule) -> dict[str, Any]:
+    return {
+        "id": schedule.public_id,
+        "name": schedule.name,
+        "cron": schedule.cron,
+        "timezone": schedule.timezone,
+        "enabled": schedule.enabled,
+        "consecutive_failures": schedule.consecutive_failures,
+        "paused_reason": schedule.paused_reason or None,
     }

@@ -1,4 +1,5 @@
-"""Listeners: run.finished, run.judged, file.downloaded (from runs) and batch.finished (from evals) become webhook deliveries."""
+"""Listeners: run.finished, run.judged, run.input_requested, file.downloaded (from runs), batch.finished (from evals)
+and schedule.data_changed and schedule.run_failed (from schedules) become webhook deliveries."""
 
 from typing import Any
 
@@ -9,6 +10,8 @@ from evals.signals import batch_finished
 from runs.judging.models import Judgment
 from runs.models import Event, Run
 from runs.signals import run_lifecycle_event
+from schedules.models import Schedule
+from schedules.signals import schedule_event
 
 from . import payloads, services
 from .models import EventType
@@ -37,6 +40,22 @@ def on_run_event(sender: type[Run], run: Run, event: Event, **kwargs: Any) -> No
 @receiver(batch_finished, dispatch_uid="webhooks.on_batch_finished")
 def on_batch_finished(sender: type[Batch], batch: Batch, **kwargs: Any) -> None:
     services.record_event(batch.workspace_id, EventType.BATCH_FINISHED, lambda: {"batch": payloads.batch_data(batch)})
+
+
+@receiver(schedule_event, dispatch_uid="webhooks.on_schedule_event")
+def on_schedule_event(
+    sender: type[Schedule], schedule: Schedule, run: Run, type: str, data: dict[str, Any], **kwargs: Any
+) -> None:
+    services.record_event(
+        schedule.workspace_id,
+        EventType(type),
+        lambda: {"schedule": payloads.schedule_data(schedule), "run": payloads.run_data(run), **event_fields(data)},
+    )
+
+
+def event_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The schedule event's own fields (diff, reason...), without the ids the schedule and run objects already carry."""
+    return {key: value for key, value in data.items() if key not in ("schedule_id", "run_id")}
 
 
 def judged_data(run: Run, event: Event) -> dict[str, Any]:

@@ -1,0 +1,91 @@
+"""A schedule's fields checked at create and change time: the cron line and time zone, and the run's launch fields by
+the launch's own validators, without launching (a dry validation; the launch checks them again at every firing)."""
+
+import inspect
+from typing import Any
+
+from agent_platform.errors import InvalidRequest
+from agent_platform.models import Workspace
+from runs import launch
+from runs.judging.services import clean_judge_context
+
+from .cron import CronError, parse, zone
+
+NAME_MAX_CHARS = 200
+# launch_run's arguments a schedule does not take: each firing starts its own session, the idempotency key is the
+# firing's own, and secrets would have to be kept in clear between firings (not offered: docs/schedules.md).
+NOT_SCHEDULABLE = frozenset({"workspace", "session_id", "secrets", "created_by", "idempotency_key"})
+
+
+def launch_fields() -> frozenset[str]:
+    """The launch fields a schedule's run may hold: launch_run's keyword arguments, so a field the launch gains is
+    accepted here too (and checked at firing time by the launch itself)."""
+    return frozenset(inspect.signature(launch.launch_run).parameters) - NOT_SCHEDULABLE
+
+
+def clean_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidRequest.of_field("name", "is required")
+    if len(name.strip()) > NAME_MAX_CHARS:
+        raise InvalidRequest.of_field("name", f"is longer than {NAME_MAX_CHARS} characters")
+    return name.strip()
+
+
+def clean_cron(cron: object) -> str:
+    if not isinstance(cron, str):
+        raise InvalidRequest.of_field("cron", "must be a string of 5 fields, like '0 7 * * mon-fri'")
+    line = " ".join(cron.split())
+    try:
+        parse(line)
+    except CronError as error:
+        raise InvalidRequest.of_field("cron", str(error)) from error
+    return line
+
+
+def clean_timezone(name: object) -> str:
+    if not isinstance(name, str):
+        raise InvalidRequest.of_field("timezone", "must be an IANA time zone name, like 'Europe/Paris' or 'UTC'")
+    try:
+        zone(name)
+    except CronError as error:
+        raise InvalidRequest.of_field("timezone", str(error)) from error
+    return name
+
+
+def clean_run(workspace: Workspace, run: object) -> dict[str, Any]:
+    """The launch fields, each checked as launch_run checks it; errors name the field as run.<field>."""
+    if not isinstance(run, dict):
+        raise InvalidRequest.of_field("run", "must be an object of launch fields (task, start_url, model...)")
+    allowed = launch_fields()
+    for key in run:
+        if key not in allowed:
+            why = "is not taken by a schedule" if key in NOT_SCHEDULABLE else "is not a launch field"
+            raise InvalidRequest.of_field(f"run.{key}", f"{why}; a schedule's run takes {', '.join(sorted(allowed))}")
+    try:
+        launch.clean_task(run.get("task"))
+        launch.clean_start_url(run.get("start_url", ""))
+        model = launch.clean_model(run.get("model"))
+        launch.clean_max_turns(run.get("max_turns"))
+        clean_judge_context(run.get("judge_context"))
+        launch.clean_allowed_domains(run.get("allowed_domains"))
+        launch.clean_metadata(run.get("metadata"))
+        launch.clean_max_cost_usd(run.get("max_cost_usd"), workspace)
+        for flag in ("judge", "allow_javascript"):
+            if not isinstance(run.get(flag, False), bool):
+                raise launch.invalid(flag, "must be true or false")
+        launch.clean_output_schema(run.get("output_schema"))
+        launch.clean_outcome(run.get("outcome"))
+        profile = launch.model_profile(model)  # last, as the launch does: a plain mistake never asks the Models API
+        launch.clean_effort(run.get("effort"), profile)
+        launch.clean_thinking(run.get("thinking"), profile)
+    except InvalidRequest as error:
+        raise prefixed(error) from error
+    return dict(run)
+
+
+def prefixed(error: InvalidRequest) -> InvalidRequest:
+    """The launch's refusal, its field named inside the schedule's run (run.task, run.output_schema...)."""
+    if not error.field:
+        return error
+    message = error.message.replace(f"{error.field}:", f"run.{error.field}:", 1)
+    return InvalidRequest(message, field=f"run.{error.field}", detail=error.detail)
