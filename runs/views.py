@@ -326,10 +326,13 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 def person_context(run: Run) -> dict[str, Any]:
-    """What the run page's person card shows: the agent's pending question, and whether a person has control."""
+    """What the run page's person card shows: the agent's pending question, and whether a person has control (while
+    the agent is paused, and for the whole of a sign-in by hand, which has no agent)."""
+    paused = run.status == Run.Status.RUNNING and run.paused_at is not None
     return {
         "pending_input": human.pending_input(run),
-        "paused": run.status == Run.Status.RUNNING and run.paused_at is not None,
+        "paused": paused,
+        "in_control": paused or run.kind == Run.Kind.SIGN_IN,
     }
 
 

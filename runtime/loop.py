@@ -20,7 +20,7 @@ from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
 from runs import evaluation, events, human, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
-from runs.models import Run, RunMessage, Session
+from runs.models import Run, RunMessage
 from runs.proxies import ProxyGone, open_proxy, proxy_policy
 from runs.screenshots import save_screenshot
 from runs.secret_box import SecretsUnavailable

@@ -18,7 +18,7 @@ from runs.events import emit
 from runs.models import Run
 from runs.secret_box import SecretsUnavailable
 from runtime import browser_call, profile_state
-from runtime.browser import live_view
+from runtime.browser import control, live_view
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
@@ -39,6 +39,8 @@ class SignInSession:
         self.toolset: PlaywrightBrowserToolset | None = None
         self.guard: NetworkGuard | None = None
         self.live: live_view.LiveView | None = None
+        # The operator's mouse and keyboard over the live socket (Run.accepts_control holds for the whole sign-in).
+        self.control: control.InputDispatcher | None = None
 
     def step(self, coro: Any, doing: str) -> Any:
         assert self.host is not None
@@ -91,6 +93,7 @@ class SignInSession:
 
         self.toolset = toolset = self.step(build(), "open a context")
         self.live = live_view.attach(host, toolset, run.public_id)
+        self.control = control.attach(host, run.public_id, toolset.active_page)
         try:
             self.step(toolset.open(run.start_url), "open the start URL")
             emit(run, "sign_in.opened", {"url": run.start_url})
@@ -141,6 +144,11 @@ class SignInSession:
         return Run.Status.SUCCEEDED, True, f"Saved profile {profile.name}: cookies for {domains}.", "", ""
 
     def close(self) -> None:
+        try:
+            if self.control is not None:
+                self.control.stop()
+        except Exception:
+            log.warning("sign-in %s: the input dispatcher did not stop cleanly", self.run.public_id, exc_info=True)
         try:
             if self.live is not None:
                 self.live.stop()

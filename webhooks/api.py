@@ -15,7 +15,12 @@ from .models import Delivery, Endpoint
 router = Router(tags=["webhooks"])
 
 EventName = Literal[
-    "run.finished", "run.judged", "run.input_requested", "batch.finished", "file.downloaded", "schedule.data_changed",
+    "run.finished",
+    "run.judged",
+    "run.input_requested",
+    "batch.finished",
+    "file.downloaded",
+    "schedule.data_changed",
     "schedule.run_failed",
 ]
 

@@ -6,9 +6,9 @@ from django.utils import timezone
 
 from agent_platform.errors import Conflict, InvalidRequest, NotFound
 from agent_platform.models import Workspace
+from runs import lifecycle
 from runs.events import emit
 from runs.launch import clean_start_url
-from runs.lifecycle import enqueue
 from runs.models import Run, Session
 
 from .models import NAME_MAX_CHARS, Profile
@@ -65,7 +65,8 @@ def start_sign_in(profile: Profile, start_url: object, created_by: User | None =
             model="",
             max_turns=1,
         )
-        transaction.on_commit(lambda: enqueue(run.pk))
+        # Through the workspace's admission like any launch (runs.queueing): it counts toward its concurrency.
+        transaction.on_commit(lambda: lifecycle.admit(profile.workspace_id))
     return run
 
 

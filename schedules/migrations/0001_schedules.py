@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('agent_platform', '0007_modelrequest_scripted'),
         ('django_celery_beat', '0019_alter_periodictasks_options'),
-        ('runs', '0007_browser_use_v4'),
+        ('runs', '0012_human_in_the_loop'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

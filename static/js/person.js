@@ -11,7 +11,7 @@
 
   function inControl() {
     var card = document.getElementById("person");
-    return Boolean(card && card.dataset.paused === "true");
+    return Boolean(card && card.dataset.control === "true");
   }
 
   function interactive() {

@@ -313,7 +313,7 @@ def test_under_asgi_the_launch_enqueues_its_run_within_the_requests_span(acme_ke
     monkeypatch.setattr(
         tasks.execute_run,
         "delay",
-        lambda pk: sent_within.append(format(trace.get_current_span().get_span_context().trace_id, "032x")),
+        lambda pk, **_fair: sent_within.append(format(trace.get_current_span().get_span_context().trace_id, "032x")),
     )
     answer = async_to_sync(AsyncClient().post)(
         "/api/v1/runs",

@@ -87,7 +87,7 @@ def test_without_the_profile_the_account_page_says_no_one_is_signed_in(acme, dem
 
 def test_seed_demo_creates_the_profile_and_launches_only_the_sign_in(acme: Workspace, monkeypatch):
     launched = []
-    monkeypatch.setattr("runs.lifecycle.tasks.execute_run.delay", lambda pk: launched.append(pk))
+    monkeypatch.setattr("runs.lifecycle.tasks.execute_run.delay", lambda pk, **_fair: launched.append(pk))
     acme.slug = "default"
     acme.save()
 

@@ -40,7 +40,7 @@ def hostile_run(acme, fault_worker, fault_site, messages_stub, monkeypatch):
     from runs import tasks
 
     monkeypatch.setattr(
-        tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
+        tasks.execute_run, "delay", lambda pk, **_fair: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
     )
     key = ApiKey.issue(acme, name="hostile")[1]
     messages_stub.agent(

@@ -36,7 +36,7 @@ def runs_on_the_fault_worker(monkeypatch):
     from runs import tasks
 
     monkeypatch.setattr(
-        tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
+        tasks.execute_run, "delay", lambda pk, **_fair: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
     )
 
 

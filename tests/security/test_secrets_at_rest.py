@@ -33,7 +33,7 @@ def test_a_dump_taken_mid_run_holds_no_secret_value(acme, acme_key, fault_site, 
     from runs import tasks
 
     monkeypatch.setattr(
-        tasks.execute_run, "delay", lambda pk: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
+        tasks.execute_run, "delay", lambda pk, **_fair: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
     )
     taken: dict[str, str] = {}
 

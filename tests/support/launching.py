@@ -52,7 +52,7 @@ def launches_held(monkeypatch):
     """The API's launch does not enqueue: the test hands the run to its worker's queue itself (launch_through_api)."""
     from runs import tasks
 
-    monkeypatch.setattr(tasks.execute_run, "delay", lambda pk: None)
+    monkeypatch.setattr(tasks.execute_run, "delay", lambda pk, **_fair: None)
 
 
 def launch_through_api(api, queue: str = RUNTIME_QUEUE, **body) -> Run:

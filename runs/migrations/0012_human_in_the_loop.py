@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('runs', '0007_browser_use_v4'),
+        ('runs', '0011_profiles'),
     ]
 
     operations = [

@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('agent_platform', '0007_modelrequest_scripted'),
-        ('runs', '0007_browser_use_v4'),
+        ('runs', '0010_files'),
     ]
 
     operations = [
