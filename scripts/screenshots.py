@@ -1,7 +1,7 @@
 """Take the README's screenshots from the real app: `make run`'s whole stack on a scratch data directory, the
 bundled demo tasks (seeded on first start with the scripted model), and Chromium driven by Playwright.
 
-    .venv/bin/python scripts/screenshots.py            # writes docs/img/{runs-list,launch-form,run-page,usage}.png
+    .venv/bin/python scripts/screenshots.py            # writes docs/img/{runs-list,launch-form,run-page,usage,...}.png
     .venv/bin/python scripts/screenshots.py batch-page # only docs/img/batch-page.png (a batch of the demo tasks)
 
 REDIS_URL, BROWSER_EXECUTABLE and the rest are read from the environment as `make run` reads them.
@@ -144,6 +144,8 @@ def take(base: str, demo_base: str, password: str, only: set[str] | None = None)
         page.screenshot(path=str(OUT / "usage.png"))
 
         live_view(page, base)
+        waiting_for_person(page, base)
+        profiles(page, base)
 
         page.goto(f"{base}/runs/new/")
         page.get_by_role("button", name=re.compile("graded against a rubric")).click()
@@ -172,6 +174,29 @@ def live_view(page: Page, base: str) -> None:
         page.screenshot(path=str(OUT / "live-view.png"))
         return
     print("no live frame caught: live-view.png not taken", file=sys.stderr)
+
+
+def waiting_for_person(page: Page, base: str) -> None:
+    """The demo task that asks the operator for a code: its run page while it waits, then answered so it finishes."""
+    page.goto(f"{base}/runs/new/")
+    page.get_by_role("button", name=re.compile("ask me for a code")).first.click()
+    page.get_by_role("button", name="Launch run").click()
+    page.wait_for_url(re.compile(r".*/runs/run_[a-z0-9]+/$"))
+    page.locator("#question").wait_for(timeout=60000)
+    page.screenshot(path=str(OUT / "waiting-for-person.png"))
+    page.fill("#answer-text", "4821-7730")
+    page.locator("#answer-form button").click()
+
+
+def profiles(page: Page, base: str) -> None:
+    """The Profiles page once the seeded sign-in demo run saved the demo profile."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        page.goto(f"{base}/profiles/")
+        if page.locator("#profiles-table .profile-domains .mono").count():
+            break
+        time.sleep(2)
+    page.screenshot(path=str(OUT / "profiles.png"))
 
 
 def main() -> int:

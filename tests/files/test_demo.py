@@ -11,10 +11,8 @@ from runs.files import StoredFile, store_file
 from runs.models import Run
 from runs.presets import DOWNLOAD_INVOICE, UPLOAD_DOCUMENT
 from tests.support import demo
-from tests.support.demo import demo_worker_environment
 from tests.support.factories import make_run
 from tests.support.launching import enqueue, finished
-from tests.support.workers import WorkerProcess
 
 demo_base_url = demo.demo_base_url
 scripted_model = demo.scripted_model
@@ -25,13 +23,11 @@ pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("
 
 
 @pytest.fixture
-def demo_worker(request, django_db_blocker, clean_broker, demo_base_url, scripted_model, tmp_path, settings):
+def demo_worker(django_db_blocker, clean_broker, demo_base_url, scripted_model, tmp_path, settings):
     settings.MEDIA_ROOT = str(tmp_path / "media")
-    with django_db_blocker.unblock():
-        env = demo_worker_environment(demo_base_url, scripted_model, tmp_path, {"RUN_FILES_DIR": str(tmp_path / "rf")})
-    worker = WorkerProcess(env, tmp_path / "worker.log", queues=QUEUE).start()
-    yield worker
-    worker.stop()
+    extra = {"RUN_FILES_DIR": str(tmp_path / "rf")}
+    with demo.demo_worker(django_db_blocker, demo_base_url, scripted_model, tmp_path, QUEUE, extra) as worker:
+        yield worker
 
 
 def test_the_demo_downloads_the_invoice_and_uploads_a_given_file(acme, demo_base_url, demo_worker):

@@ -12,7 +12,6 @@ from runs.presets import DEMO_PROFILE_NAME, demo_tasks
 from runs.profiles.models import Profile
 from runs.secret_box import seal
 from tests.support import demo
-from tests.support.demo import demo_worker_environment
 from tests.support.factories import make_run
 from tests.support.launching import enqueue, events, finished
 from tests.support.workers import WorkerProcess
@@ -27,13 +26,10 @@ pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("
 
 @pytest.fixture
 def demo_worker(
-    request, django_db_blocker, clean_broker, demo_base_url: str, scripted_model: str, tmp_path
+    django_db_blocker, clean_broker, demo_base_url: str, scripted_model: str, tmp_path
 ) -> Iterator[WorkerProcess]:
-    with django_db_blocker.unblock():
-        env = demo_worker_environment(demo_base_url, scripted_model, tmp_path)
-    worker = WorkerProcess(env, tmp_path / "worker.log", queues=QUEUE).start()
-    yield worker
-    worker.stop()
+    with demo.demo_worker(django_db_blocker, demo_base_url, scripted_model, tmp_path, QUEUE) as worker:
+        yield worker
 
 
 def preset(base_url: str, task_label: str) -> dict:

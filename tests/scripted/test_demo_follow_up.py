@@ -11,7 +11,6 @@ from agent_platform.models import ModelRequest
 from demo_site.views import PRODUCTS
 from runs.models import Run
 from tests.support import demo
-from tests.support.demo import demo_worker_environment
 from tests.support.factories import make_run
 from tests.support.launching import enqueue, events, finished
 from tests.support.workers import WorkerProcess
@@ -26,14 +25,10 @@ pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("
 
 @pytest.fixture
 def demo_worker(
-    request, django_db_blocker, clean_broker, demo_base_url: str, scripted_model: str, tmp_path
+    django_db_blocker, clean_broker, demo_base_url: str, scripted_model: str, tmp_path
 ) -> Iterator[WorkerProcess]:
-    """A worker configured as `make run` configures it without a key."""
-    with django_db_blocker.unblock():
-        env = demo_worker_environment(demo_base_url, scripted_model, tmp_path)
-    worker = WorkerProcess(env, tmp_path / "worker.log", queues=QUEUE).start()
-    yield worker
-    worker.stop()
+    with demo.demo_worker(django_db_blocker, demo_base_url, scripted_model, tmp_path, QUEUE) as worker:
+        yield worker
 
 
 def test_a_follow_up_run_on_a_non_default_demo_port_reaches_the_demo_shop(acme, demo_base_url, demo_worker):

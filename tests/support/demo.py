@@ -9,6 +9,7 @@ import sys
 import threading
 import wsgiref.simple_server
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from demo_site import server as demo_server
 from tests.support.paths import REPO
-from tests.support.workers import worker_environment
+from tests.support.workers import WorkerProcess, worker_environment
 
 
 class ThreadingWSGIServer(socketserver.ThreadingMixIn, wsgiref.simple_server.WSGIServer):
@@ -76,3 +77,17 @@ def demo_worker_environment(demo_base_url: str, scripted_model: str, tmp_path: P
     )
     env.pop("DEMO_PORT", None)
     return env
+
+
+@contextmanager
+def demo_worker(
+    django_db_blocker, demo_base_url: str, scripted_model: str, tmp_path: Path, queue: str, extra: dict | None = None
+) -> Iterator[WorkerProcess]:
+    """A worker on `queue` configured as `make run` configures it without a key, stopped at the block's end."""
+    with django_db_blocker.unblock():
+        env = demo_worker_environment(demo_base_url, scripted_model, tmp_path, extra)
+    worker = WorkerProcess(env, tmp_path / "worker.log", queues=queue).start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
