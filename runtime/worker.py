@@ -150,7 +150,10 @@ def execute_run(run_id: int, *, worker: str, fair: bool = False) -> None:
     ending; a run already claimed, cancelled or finished is left alone."""
     run = lifecycle.claim_fairly(run_id, worker) if fair else lifecycle.claim(run_id, worker)
     if run is None:
-        log.info("execute_run: nothing left to claim for run pk %s (claimed, cancelled or ended)", run_id)
+        if fair:
+            log.info("execute_run: no admitted run left to claim for run pk %s's message", run_id)
+        else:
+            log.info("execute_run: run pk %s was already claimed or ended", run_id)
         return
     if run.pk != run_id:
         # The message's trace context is another run's launch: this run's trace starts afresh.

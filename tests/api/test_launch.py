@@ -93,7 +93,7 @@ def test_concurrent_launches_with_one_idempotency_key_create_one_run(monkeypatch
     # The enqueue is recorded, not sent: a live session worker executing this run while the test database is
     # flushed would deadlock the flush, and what matters here is that the run is enqueued exactly once.
     enqueued = []
-    monkeypatch.setattr("runs.launch.enqueue", enqueued.append)
+    monkeypatch.setattr("runs.lifecycle.enqueue", enqueued.append)
 
     def attempt(_):
         try:

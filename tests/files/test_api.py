@@ -106,7 +106,7 @@ def test_a_runs_files_list_its_given_files_and_another_workspace_sees_404(acme, 
 
 
 def test_a_launch_takes_file_ids_of_its_workspace(acme_key, api, settings, monkeypatch):
-    monkeypatch.setattr("runs.launch.enqueue", lambda run_id: None)
+    monkeypatch.setattr("runs.lifecycle.enqueue", lambda run_id: None)
     file_id = upload(acme_key, "a.txt", b"a").json()["id"]
 
     response = api.post("/runs", {"task": "Upload the file.", "file_ids": [file_id]})
@@ -118,7 +118,7 @@ def test_a_launch_takes_file_ids_of_its_workspace(acme_key, api, settings, monke
 
 @pytest.mark.parametrize("file_ids", [["file_doesnotexist"], "file_x", [1]])
 def test_unknown_or_malformed_file_ids_are_invalid_request_naming_file_ids(api, file_ids, monkeypatch):
-    monkeypatch.setattr("runs.launch.enqueue", lambda run_id: None)
+    monkeypatch.setattr("runs.lifecycle.enqueue", lambda run_id: None)
 
     response = api.post("/runs", {"task": "Upload the file.", "file_ids": file_ids})
 
@@ -130,7 +130,7 @@ def test_unknown_or_malformed_file_ids_are_invalid_request_naming_file_ids(api, 
 
 
 def test_another_workspaces_file_id_is_refused_as_unknown(umbrella_key, api, monkeypatch):
-    monkeypatch.setattr("runs.launch.enqueue", lambda run_id: None)
+    monkeypatch.setattr("runs.lifecycle.enqueue", lambda run_id: None)
     foreign = upload(umbrella_key, "theirs.txt", b"t").json()["id"]
 
     response = api.post("/runs", {"task": "Upload the file.", "file_ids": [foreign]})
@@ -168,7 +168,7 @@ def test_a_body_declared_past_the_limit_is_refused_before_a_byte_is_read(setting
 
 
 def test_the_launch_form_uploads_its_files_and_gives_them_to_the_run(alice_client, acme, monkeypatch):
-    monkeypatch.setattr("runs.launch.enqueue", lambda run_id: None)
+    monkeypatch.setattr("runs.lifecycle.enqueue", lambda run_id: None)
 
     response = alice_client.post(
         "/runs/new/",
