@@ -21,12 +21,15 @@ log = logging.getLogger(__name__)
 
 
 def mark_started(run: Run, worker: str) -> bool:
-    """Claim a queued run for this worker; False if it was already claimed, cancelled or finished."""
+    """Claim a queued run for this worker; False if it was already claimed, cancelled or finished. A worker driven by
+    the scripted model (SCRIPTED_MODEL, the worker's own setting) labels the agent runs it claims scripted, before
+    run.started says so."""
     now = timezone.now()
+    claim: dict[str, Any] = {"status": Run.Status.RUNNING, "started_at": now, "heartbeat_at": now, "worker": worker}
+    if settings.SCRIPTED_MODEL and run.kind == Run.Kind.AGENT:
+        claim["scripted"] = True
     with transaction.atomic():
-        claimed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(
-            status=Run.Status.RUNNING, started_at=now, heartbeat_at=now, worker=worker
-        )
+        claimed = Run.objects.filter(pk=run.pk, status=Run.Status.QUEUED).update(**claim)
         if not claimed:
             return False
         run.refresh_from_db()

@@ -164,9 +164,6 @@ def execute_run(run_id: int, *, worker: str, fair: bool = False) -> None:
 
 
 def execute_claimed(run: Run) -> None:
-    if settings.SCRIPTED_MODEL and run.kind == Run.Kind.AGENT:
-        Run.objects.filter(pk=run.pk).update(scripted=True)
-        run.scripted = True
     if run.started_at is not None:
         metrics.queue_wait.observe(max((run.started_at - run.created_at).total_seconds(), 0))
     # The run's span: its model requests and tool calls are its children, and the judgment its ending queues joins
