@@ -50,7 +50,8 @@ def test_launch_wait_with_progress_and_read_the_data(mode, asgi_server, acme_key
 
     launched, finished, read, listed = with_client(f"{asgi_server}/mcp", acme_key, scenario, mode=mode)
 
-    assert launched["status"] == "queued" and launched["id"].startswith("run_")
+    # The launch's answer is read after its commit sent the run to the workers: a free worker may have claimed it.
+    assert launched["status"] in ("queued", "running") and launched["id"].startswith("run_")
     assert launched["max_turns"] == 5 and launched["max_cost_usd"] == "0.5"
     assert progress == [(1, "Turn 1: browser.get_page_text"), (2, "Turn 2: done")]
     assert finished["status"] == "succeeded" and finished["success"] is True

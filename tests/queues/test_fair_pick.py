@@ -17,13 +17,29 @@ FAIR_QUEUE = "fair-pick-tests"
 BATCH = 200
 
 
-def test_the_fairest_run_is_of_the_workspace_with_fewest_running_then_least_recently_started(acme, umbrella):
+@pytest.fixture
+def admitted(django_capture_on_commit_callbacks):
+    """Launch as the API does and admit, with no message sent: no worker of the session may claim these runs while
+    the test asks the fair pick about them."""
+
+    def launch(workspace, **fields) -> Run:
+        with django_capture_on_commit_callbacks(execute=False):
+            run = launch_run(workspace, **fields).run
+        queueing.admit(workspace.pk)
+        run.refresh_from_db()
+        assert run.admitted_at is not None
+        return run
+
+    return launch
+
+
+def test_the_fairest_run_is_of_the_workspace_with_fewest_running_then_least_recently_started(acme, umbrella, admitted):
     acme.max_concurrent_runs = umbrella.max_concurrent_runs = 10
     acme.save()
     umbrella.save()
-    a_running = launch_run(acme, task="A, running").run
-    a_queued = launch_run(acme, task="A, queued").run
-    b_queued = launch_run(umbrella, task="B, queued").run
+    a_running = admitted(acme, task="A, running")
+    a_queued = admitted(acme, task="A, queued")
+    b_queued = admitted(umbrella, task="B, queued")
     Run.objects.filter(pk=a_running.pk).update(status=Run.Status.RUNNING, started_at=timezone.now())
 
     assert queueing.fairest(set()) == b_queued.pk  # umbrella runs nothing, acme one run
@@ -33,12 +49,14 @@ def test_the_fairest_run_is_of_the_workspace_with_fewest_running_then_least_rece
     assert queueing.fairest({b_queued.pk}) == a_queued.pk
 
 
-def test_a_follow_up_behind_its_sessions_earlier_run_is_not_picked(acme):
-    first = launch_run(acme, task="First").run
-    follow_up = launch_run(acme, task="Then", session_id=first.session.public_id).run
+def test_a_follow_up_behind_its_sessions_earlier_run_is_not_picked(acme, admitted):
+    first = admitted(acme, task="First")
+    follow_up = admitted(acme, task="Then", session_id=first.session.public_id)
+
     assert queueing.fairest(set()) == first.pk
-    assert queueing.fairest({first.pk}) is None
-    assert follow_up.admitted_at is None or follow_up.pk != queueing.fairest({first.pk})
+    assert queueing.fairest({first.pk}) is None  # admitted, but not ready while the first is queued or running
+    Run.objects.filter(pk=first.pk).update(status=Run.Status.SUCCEEDED)
+    assert queueing.fairest(set()) == follow_up.pk
 
 
 def test_another_workspaces_run_starts_within_one_slot_of_a_200_run_batch(

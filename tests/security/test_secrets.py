@@ -55,6 +55,7 @@ def test_secrets_reach_the_page_and_nowhere_else(acme, acme_key, alice_client, f
         done(True, "Signed in as {{secret:SHOP_USER}}."),
     )  # fmt: skip
     api = ApiClient(acme_key)
+    earlier = len(fault_site.seen())  # the site is the session's: other tests' runs post to it too
     launched = api.post(
         "/runs",
         {
@@ -68,7 +69,7 @@ def test_secrets_reach_the_page_and_nowhere_else(acme, acme_key, alice_client, f
 
     assert run.status == Run.Status.SUCCEEDED, run.error_message
     # The page's server received the real values…
-    posted = [body for method, _, path, body in fault_site.seen() if method == "POST" and path == "/login"]
+    posted = [body for method, _, path, body in fault_site.seen()[earlier:] if method == "POST" and path == "/login"]
     assert posted == [f"username={USER}&password={PASSWORD}"]
     # …which the page echoed back; the agent and the record see the placeholders instead.
     page_text = events(run, "agent.tool_result")[-2].payload["content"]
