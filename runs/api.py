@@ -644,7 +644,7 @@ def get_queue(request: ApiRequest) -> dict[str, Any]:
     queue = depth(request.workspace)
     return {
         "running": queue.running,
-        "queued": queue.admitted,
+        "queued": queue.queued,
         "waiting": queue.waiting,
         "max_concurrent_runs": queue.max_concurrent_runs,
         "max_queued_runs": queue.max_queued_runs,

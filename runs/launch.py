@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from agent_platform import llm
@@ -292,46 +293,50 @@ def clean_idempotency_key(key: object) -> str | None:
     return key
 
 
-def profile_for_launch(workspace: Workspace, profile_id: object, *, session_id: object) -> Profile | None:
-    """The workspace's profile a launch names, or None; any other id is invalid_request naming profile_id."""
-    if profile_id is None or profile_id == "":
+Named = TypeVar("Named", Profile, Proxy)
+
+
+def named_in_workspace(
+    objects: QuerySet[Named], field: str, public_id: object, what: str, listed_by: str
+) -> Named | None:
+    """The object of the workspace a launch names by id, or None when it names none. An unknown id is refused naming
+    the field, in the same words as another workspace's, so those cannot be told apart from made-up ones."""
+    if public_id is None or public_id == "":
         return None
-    if not isinstance(profile_id, str):
-        raise InvalidRequest.of_field("profile_id", "must be a string")
-    if session_id:
-        raise InvalidRequest.of_field(
+    if not isinstance(public_id, str):
+        raise invalid(field, "must be a string")
+    found = objects.filter(public_id=public_id).first()
+    if found is None:
+        raise invalid(field, f"no {what} '{public_id[:60]}' in this workspace ({listed_by} lists them)")
+    return found
+
+
+def profile_for_launch(workspace: Workspace, profile_id: object, *, session_id: object) -> Profile | None:
+    """The workspace's profile a launch names, or None; taken only on a session's first run."""
+    if profile_id not in (None, "") and session_id:
+        raise invalid(
             "profile_id",
             "is taken only on a session's first run: a follow-up continues its session's browser, which started "
             "from the first run's profile; omit profile_id, or start a new session.",
         )
-    profile = Profile.objects.for_workspace(workspace).filter(public_id=profile_id[:60]).first()
-    if profile is None:
-        raise InvalidRequest.of_field("profile_id", f"no profile '{profile_id[:60]}' in this workspace")
-    return profile
+    return named_in_workspace(
+        Profile.objects.for_workspace(workspace), "profile_id", profile_id, "profile", "GET /api/v1/profiles"
+    )
 
 
 def clean_save_profile(save_profile: object) -> bool:
     if save_profile is None:
         return True
     if not isinstance(save_profile, bool):
-        raise InvalidRequest.of_field("save_profile", "must be true or false")
+        raise invalid("save_profile", "must be true or false")
     return save_profile
 
 
-# --- the launch ----------------------------------------------------------------------------------------------------
-
-
 def clean_proxy_id(workspace: Workspace, proxy_id: object) -> Proxy | None:
-    """The workspace's proxy the run goes out through; an unknown, deleted or foreign id is refused naming the field
-    (the same words for each, so another workspace's ids cannot be told apart from made-up ones)."""
-    if proxy_id is None or proxy_id == "":
-        return None
-    if not isinstance(proxy_id, str):
-        raise invalid("proxy_id", "must be a string")
-    proxy = Proxy.objects.for_workspace(workspace).usable().filter(public_id=proxy_id).first()
-    if proxy is None:
-        raise invalid("proxy_id", f"no proxy '{proxy_id[:60]}' in this workspace (GET /api/v1/proxies lists them)")
-    return proxy
+    """The workspace's usable proxy the run goes out through (a deleted one is unknown), or None."""
+    return named_in_workspace(
+        Proxy.objects.for_workspace(workspace).usable(), "proxy_id", proxy_id, "proxy", "GET /api/v1/proxies"
+    )
 
 
 def settle_proxy(session: Session, proxy: Proxy | None) -> None:
@@ -345,6 +350,9 @@ def settle_proxy(session: Session, proxy: Proxy | None) -> None:
         field="proxy_id",
         detail={"session_id": session.public_id, "proxy_id": session.proxy.public_id if session.proxy else None},
     )
+
+
+# --- the launch ----------------------------------------------------------------------------------------------------
 
 
 def resolve_session(
@@ -456,18 +464,22 @@ def launch_run(
     IDEMPOTENCY_KEY_HOURS after use.
     """
     idempotency_key = clean_idempotency_key(idempotency_key)
+    later_arguments = {
+        "file_ids": file_ids,
+        "proxy_id": proxy_id,
+        "profile_id": profile_id,
+        "save_profile": save_profile,
+    }
     fingerprint = ""
     if idempotency_key is not None:
         fingerprint = launch_fingerprint(
             task=task, session_id=session_id, start_url=start_url, model=model, max_turns=max_turns,
             output_schema=output_schema, judge=judge, judge_context=judge_context, outcome=outcome,
             allowed_domains=allowed_domains, metadata=metadata, allow_javascript=allow_javascript, secrets=secrets,
-            effort=effort, thinking=thinking, max_cost_usd=max_cost_usd, profile_id=profile_id,
-            save_profile=save_profile,
-            # only when given, so the fingerprints of launches without files stay what they were
-            **({"file_ids": file_ids} if file_ids is not None else {}),
-            # only when given, so the keys of launches without one keep their fingerprints
-            **({"proxy_id": proxy_id} if proxy_id is not None else {}),
+            effort=effort, thinking=thinking, max_cost_usd=max_cost_usd,
+            # Arguments added since keys were first fingerprinted count only when given, so a retried launch without
+            # them keeps the fingerprint it had.
+            **{name: value for name, value in later_arguments.items() if value is not None},
         )  # fmt: skip
         existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is not None:

@@ -2,10 +2,11 @@
 
 from collections.abc import Iterator
 
-from django.db.models import Count, Q
+from django.db.models import Count
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .models import Run
+from .queueing import IN_FLIGHT, in_flight_counts
 
 
 def run_families() -> Iterator[Metric]:
@@ -44,13 +45,10 @@ def workspace_queue_families() -> Iterator[Metric]:
         Run.objects.active()
         .order_by()
         .values("workspace__slug")
-        .annotate(
-            running=Count("id", filter=Q(status=Run.Status.RUNNING)),
-            queued=Count("id", filter=Q(status=Run.Status.QUEUED, admitted_at__isnull=False)),
-            waiting=Count("id", filter=Q(status=Run.Status.QUEUED, admitted_at__isnull=True)),
-        )
+        .annotate(**in_flight_counts())
+        .values_list("workspace__slug", *IN_FLIGHT)
     )
-    for row in rows:
-        for state in ("running", "queued", "waiting"):
-            family.add_metric([row["workspace__slug"], state], row[state])
+    for slug, *counts in rows:
+        for state, count in zip(IN_FLIGHT, counts, strict=True):
+            family.add_metric([slug, state], count)
     yield family

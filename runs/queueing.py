@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, Max, OuterRef
+from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from agent_platform.errors import RateLimited
@@ -30,13 +30,25 @@ QUEUE_FULL_RETRY_AFTER_SECONDS = 60
 PICK_WINDOW = 200
 
 
+# A workspace's active runs by where they stand: what GET /api/v1/queue says and /metrics counts, each one Count.
+IN_FLIGHT = {
+    "running": Q(status=Run.Status.RUNNING),
+    "queued": Q(status=Run.Status.QUEUED, admitted_at__isnull=False),  # a message sent: a free slot may take it
+    "waiting": Q(status=Run.Status.QUEUED, admitted_at__isnull=True),  # behind the concurrency limit, no message
+}
+
+
+def in_flight_counts() -> dict[str, Count]:
+    return {state: Count("id", filter=condition) for state, condition in IN_FLIGHT.items()}
+
+
 @dataclass(frozen=True)
 class QueueDepth:
-    """A workspace's runs in flight and its limits: what GET /api/v1/queue says and /metrics counts."""
+    """A workspace's runs in flight and its limits."""
 
     running: int
-    admitted: int  # queued with a message: the next worker slot may take them
-    waiting: int  # queued behind the workspace's concurrency limit, no message yet
+    queued: int
+    waiting: int
     max_concurrent_runs: int
     max_queued_runs: int
 
@@ -50,11 +62,10 @@ def queued_limit(workspace: Workspace) -> int:
 
 
 def depth(workspace: Workspace) -> QueueDepth:
-    runs = Run.objects.filter(workspace=workspace).active()
-    running = runs.filter(status=Run.Status.RUNNING).count()
-    admitted = runs.filter(status=Run.Status.QUEUED, admitted_at__isnull=False).count()
-    waiting = runs.filter(status=Run.Status.QUEUED, admitted_at__isnull=True).count()
-    return QueueDepth(running, admitted, waiting, concurrency_limit(workspace), queued_limit(workspace))
+    counts = Run.objects.filter(workspace=workspace).active().aggregate(**in_flight_counts())
+    return QueueDepth(
+        **counts, max_concurrent_runs=concurrency_limit(workspace), max_queued_runs=queued_limit(workspace)
+    )
 
 
 def refuse_beyond_queued_limit(workspace: Workspace) -> None:

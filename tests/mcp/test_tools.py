@@ -107,7 +107,7 @@ def test_list_models_when_the_models_api_cannot_be_asked(settings, acme_key):
         ({"task": "x", "model": "claude-nothing-1"}, "invalid_request: model: 'claude-nothing-1' is not a model the Models API knows; pick one of the active models"),
         ({"task": "x", "output_schema": {"type": "string"}}, 'invalid_request: output_schema: at $.type: the root must be an object schema ("type": "object")'),
         ({"task": "x", "session_id": "sess_nothing"}, "not_found: session_id: no session 'sess_nothing' in this workspace."),
-        ({"task": "x", "profile_id": "prof_1"}, "invalid_request: profile_id: no profile 'prof_1' in this workspace"),
+        ({"task": "x", "profile_id": "prof_1"}, "invalid_request: profile_id: no profile 'prof_1' in this workspace (GET /api/v1/profiles lists them)"),
     ],
 )  # fmt: skip
 def test_a_launch_the_api_would_refuse_is_refused_naming_the_field(arguments, message, asgi_server, acme_key):
@@ -123,7 +123,10 @@ def test_a_launch_with_a_profile_starts_from_it(asgi_server, acme, acme_key, umb
     launched = data_of(call(f"{asgi_server}/mcp", acme_key, "launch_run", {"task": "x", "profile_id": ours.public_id}))
     assert launched["profile_id"] == ours.public_id and launched["save_profile"] is True
     refused = refusal(call(f"{asgi_server}/mcp", acme_key, "launch_run", {"task": "x", "profile_id": theirs.public_id}))
-    assert refused == f"invalid_request: profile_id: no profile '{theirs.public_id}' in this workspace"
+    assert (
+        refused
+        == f"invalid_request: profile_id: no profile '{theirs.public_id}' in this workspace (GET /api/v1/profiles lists them)"
+    )
 
 
 def test_a_cursor_this_api_never_returned_is_refused(asgi_server, acme_key):

@@ -61,7 +61,7 @@ def test_runs_beyond_the_concurrency_limit_wait_and_say_so_once(
         waiting = Event.objects.filter(run=run, type="run.waiting")
         assert [event.payload for event in waiting] == [{"reason": "workspace_limit", "max_concurrent_runs": 2}]
     assert queueing.depth(acme) == queueing.QueueDepth(
-        running=0, admitted=2, waiting=2, max_concurrent_runs=2, max_queued_runs=1000
+        running=0, queued=2, waiting=2, max_concurrent_runs=2, max_queued_runs=1000
     )
 
 
