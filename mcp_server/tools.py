@@ -32,7 +32,7 @@ from runs.api import PAGE_DEFAULT, PAGE_MAX, RunFilters, RunListOut, RunOut, fin
 from runs.judging.models import Judgment
 from runs.judging.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS, request_rejudge
 from runs.launch import MAX_COST_USD_LIMIT, MAX_TURNS_LIMIT, START_URL_MAX_CHARS, TASK_MAX_CHARS
-from runs.models import Event, Run, RunInput
+from runs.models import Event, Run
 from runs.presets import ITEMS_SCHEMA
 from runs.schema import SCHEMA_MAX_BYTES, SUPPORTED
 
@@ -162,10 +162,6 @@ async def answer(ctx: Context, work: Callable[[McpRequest], CallToolResult]) -> 
         return await in_thread(functools.partial(work, request))
     except ServiceError as error:
         return refusal(error)
-
-
-# The name of `answer` for a tool whose own parameter is called answer (answer_input).
-answer_call = answer
 
 
 # --- the tools -----------------------------------------------------------------------------------------------------
@@ -415,7 +411,7 @@ async def rejudge_run(
 async def answer_input(
     ctx: Context,
     run_id: RUN_ID,
-    answer: Annotated[
+    text: Annotated[
         str,
         Field(
             min_length=1,
@@ -436,14 +432,14 @@ async def answer_input(
         run: Run = find(runs_api.runs_of(request), run_id, "run")
         chosen = input_id
         if chosen is None:
-            pending = run.inputs.filter(state=RunInput.State.PENDING).first()
+            pending = human.pending_input(run)
             if pending is None:
                 raise Conflict("The run has no pending question to answer.")
-            chosen = pending.public_id
-        human.answer_input(run, chosen, answer, by=runs_api.actor(request))
+            chosen = pending["id"]
+        human.answer_input(run, chosen, text, by=runs_api.actor(request))
         return structured(as_api_json(RunOut, run_out(reload(request, run))))
 
-    return await answer_call(ctx, work)
+    return await answer(ctx, work)
 
 
 @server.tool(title="Hand a paused run back to the agent", annotations=ToolAnnotations(read_only_hint=False))

@@ -3,6 +3,7 @@ judgments list are the judge's endpoints, in runs/judging/api.py.)"""
 
 import base64
 import binascii
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -336,21 +337,12 @@ def run_out(run: Run) -> dict[str, Any]:
         "judgment": judgments[0].as_dict() if judgments else None,
         "outcome": outcome_out(run),
         "metadata": run.metadata,
-        "pending_input": pending_of(run),
-        "paused": run.status == Run.Status.RUNNING and run.paused_at is not None,
+        "pending_input": human.pending_input(run),
+        "paused": run.is_paused,
         "created_at": run.created_at,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
     }
-
-
-def pending_of(run: Run) -> dict[str, Any] | None:
-    """The question the run waits on (runs_of prefetches it as `pending`)."""
-    if run.status != Run.Status.RUNNING:
-        return None
-    pending = getattr(run, "pending", None)
-    waiting = pending[0] if pending else run.inputs.filter(state=RunInput.State.PENDING).first()
-    return waiting.as_pending() if waiting is not None else None
 
 
 def reload(request: ApiRequest, run: Run) -> Run:
@@ -641,14 +633,7 @@ class QueueOut(Schema):
     "another workspace's batch never holds a run back by more than one worker slot.",
 )
 def get_queue(request: ApiRequest) -> dict[str, Any]:
-    queue = depth(request.workspace)
-    return {
-        "running": queue.running,
-        "queued": queue.queued,
-        "waiting": queue.waiting,
-        "max_concurrent_runs": queue.max_concurrent_runs,
-        "max_queued_runs": queue.max_queued_runs,
-    }
+    return dataclasses.asdict(depth(request.workspace))
 
 
 # --- sessions ------------------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ agent within half a second, and a run waiting for a person costs Redis one small
 """
 
 import secrets as random
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -21,13 +20,15 @@ from agent_platform.lib.timestamps import rfc3339
 
 from .events import emit
 from .models import Run, RunInput, RunMessage
-from .secret_box import seal, unseal
-from .secrets import SECRET_VALUE_MAX_CHARS, SECRET_VALUE_MIN_CHARS
+from .secret_box import seal_value, unseal_value
+from .secrets import secret_value_problem
 
 QUESTION_MAX_CHARS = 2_000
 TEXT_MAX_CHARS = 10_000
 # The name a secret answer is known by among the run's secrets: the agent types {{secret:ANSWER_<n>}}.
 SECRET_ANSWER_NAME = "ANSWER_{}"
+# Who ended a pause no one handed back (run.resumed's `by`).
+PAUSE_TIMED_OUT = "timeout"
 
 
 def wake_key(run_public_id: str) -> str:
@@ -72,18 +73,27 @@ def bounded_text(value: object, field: str, *, required: bool, maximum: int = TE
 
 
 def pending_input(run: Run) -> dict[str, Any] | None:
-    """The question the agent waits on, if any (the API's `pending_input`)."""
-    waiting = run.inputs.filter(state=RunInput.State.PENDING).first() if run.status == Run.Status.RUNNING else None
+    """The question the agent waits on, if any (the API's `pending_input`, the run page's and MCP's): the runs API
+    prefetches it as `pending`."""
+    if run.status != Run.Status.RUNNING:
+        return None
+    prefetched = getattr(run, "pending", None)
+    if prefetched is not None:
+        waiting = prefetched[0] if prefetched else None
+    else:
+        waiting = run.inputs.filter(state=RunInput.State.PENDING).first()
     return waiting.as_pending() if waiting is not None else None
 
 
-def waiting_run_ids(run_ids: list[int]) -> set[int]:
-    """Of these runs, those waiting for a person: a pending question, or paused."""
-    asking = RunInput.objects.filter(run_id__in=run_ids, state=RunInput.State.PENDING).values_list("run_id", flat=True)
-    paused = Run.objects.filter(pk__in=run_ids, status=Run.Status.RUNNING, paused_at__isnull=False).values_list(
-        "pk", flat=True
-    )
-    return set(asking) | set(paused)
+def running_agent_run(run: Run, doing: str) -> Run:
+    """The run, locked, if a person can act on its agent now (in a transaction); a run that ended, has not started
+    or has no agent (a sign-in by hand) is conflict."""
+    locked = Run.objects.select_for_update().get(pk=run.pk)
+    if locked.kind != Run.Kind.AGENT:
+        raise Conflict(f"Run {locked.public_id} has no agent (a sign-in by hand): it cannot be {doing}.")
+    if locked.status != Run.Status.RUNNING:
+        raise Conflict(f"The run is {locked.status}; only a running run can be {doing}.")
+    return locked
 
 
 # --- the operator's side (the web) -------------------------------------------------------------------------------
@@ -101,13 +111,11 @@ def answer_input(run: Run, input_id: object, text: object, *, by: str) -> RunInp
         if found.state != RunInput.State.PENDING:
             raise Conflict(f"The input {found.public_id} is {found.state.replace('_', ' ')}; it takes no answer now.")
         if found.secret:
-            answer = bounded_text(text, "text", required=True, maximum=SECRET_VALUE_MAX_CHARS)
-            if len(answer) < SECRET_VALUE_MIN_CHARS:
-                # a shorter value would be masked everywhere ordinary text contains it
-                raise InvalidRequest.of_field(
-                    "text", f"a secret answer must be at least {SECRET_VALUE_MIN_CHARS} characters"
-                )
-            stored = seal({"answer": answer})["sealed"] if answer else ""
+            answer = bounded_text(text, "text", required=True)
+            problem = secret_value_problem(answer)
+            if problem is not None:
+                raise InvalidRequest.of_field("text", f"a secret answer {problem}")
+            stored = seal_value(answer)
         else:
             stored = bounded_text(text, "text", required=True)
         found.state = RunInput.State.ANSWERED
@@ -127,11 +135,9 @@ def pause(run: Run, *, by: str) -> Run:
     """Stop the agent before its next model request (the turn in progress finishes). Pausing a paused run changes
     nothing; a run that is not running is conflict."""
     with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
-        if locked.status != Run.Status.RUNNING:
-            raise Conflict(f"The run is {locked.status}; only a running run can be paused.")
+        locked = running_agent_run(run, "paused")
         if locked.paused_at is None:
-            Run.objects.filter(pk=run.pk).update(paused_at=timezone.now(), paused_by=by)
+            Run.objects.filter(pk=run.pk).update(paused_at=timezone.now())
             emit(locked, "run.paused", {"by": by})
             wake(locked)
     run.refresh_from_db()
@@ -143,8 +149,8 @@ def resume(run: Run, *, by: str, note: object = "") -> Run:
     their note. A run that is not paused is conflict."""
     note_text = bounded_text(note, "note", required=False)
     with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
-        if locked.status != Run.Status.RUNNING or locked.paused_at is None:
+        locked = running_agent_run(run, "resumed")
+        if locked.paused_at is None:
             raise Conflict("The run is not paused.")
         end_pause(locked, by=by, note=note_text)
     run.refresh_from_db()
@@ -152,11 +158,13 @@ def resume(run: Run, *, by: str, note: object = "") -> Run:
 
 
 def end_pause(run: Run, *, by: str, note: str) -> bool:
-    """Clear the pause once (the operator's resume, or the worker's timeout) and queue the hand-back message."""
+    """Clear the pause once (the operator's resume, or the worker's timeout: `by` PAUSE_TIMED_OUT) and queue the
+    hand-back message."""
+    kind = RunMessage.Kind.TIMED_OUT if by == PAUSE_TIMED_OUT else RunMessage.Kind.HANDBACK
     with transaction.atomic():
-        if not Run.objects.filter(pk=run.pk, paused_at__isnull=False).update(paused_at=None, paused_by=""):
+        if not Run.objects.filter(pk=run.pk, paused_at__isnull=False).update(paused_at=None):
             return False
-        RunMessage.objects.create(run=run, kind=RunMessage.Kind.HANDBACK, text=note, sent_by=by)
+        RunMessage.objects.create(run=run, kind=kind, text=note, sent_by=by)
         emit(run, "run.resumed", {"by": by, "note": note})
         wake(run)
     return True
@@ -165,9 +173,11 @@ def end_pause(run: Run, *, by: str, note: str) -> bool:
 def queue_message(run: Run, text: object, *, by: str) -> RunMessage:
     """Queue a message the agent receives as a user message with its next request."""
     message_text = bounded_text(text, "text", required=True)
-    if run.is_finished:
-        raise Conflict(f"The run is {run.status}; it takes no more messages.")
     with transaction.atomic():
+        # Locked: a message queued as the run ends is refused, never lost. A queued run takes messages too.
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.kind != Run.Kind.AGENT or locked.is_finished:
+            raise Conflict(f"Run {locked.public_id} takes no messages: it has ended, or has no agent.")
         message = RunMessage.objects.create(run=run, text=message_text, sent_by=by)
         emit(run, "run.message_queued", {"text": message_text, "by": by, "queued_at": rfc3339(message.queued_at)})
         wake(run)
@@ -175,13 +185,6 @@ def queue_message(run: Run, text: object, *, by: str) -> RunMessage:
 
 
 # --- the agent's side (the worker) -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Delivery:
-    kind: str
-    text: str
-    by: str
 
 
 def ask(run: Run, question: str, *, secret: bool) -> RunInput:
@@ -199,9 +202,7 @@ def answer_of(asked: RunInput) -> str | None:
     asked.refresh_from_db(fields=["state", "answer"])
     if asked.state != RunInput.State.ANSWERED:
         return None
-    if asked.secret:
-        return unseal({"sealed": asked.answer}).get("answer", "") if asked.answer else ""
-    return asked.answer
+    return str(unseal_value(asked.answer)) if asked.secret else asked.answer
 
 
 def time_out(run: Run, asked: RunInput) -> bool:
@@ -221,19 +222,15 @@ def close_inputs(run: Run) -> None:
     RunInput.objects.filter(run=run, secret=True).exclude(answer="").update(answer="")
 
 
-def is_paused(run: Run) -> bool:
-    return Run.objects.filter(pk=run.pk, paused_at__isnull=False).exists()
-
-
 def paused_since(run: Run) -> Any:
     return Run.objects.filter(pk=run.pk).values_list("paused_at", flat=True).first()
 
 
-def take_messages(run: Run) -> list[Delivery]:
+def take_messages(run: Run) -> list[RunMessage]:
     """The messages queued for the agent, in order, marked delivered (each is delivered once)."""
     with transaction.atomic():
         queued = list(RunMessage.objects.select_for_update().filter(run=run, delivered_at__isnull=True))
         if not queued:
             return []
         RunMessage.objects.filter(pk__in=[message.pk for message in queued]).update(delivered_at=timezone.now())
-    return [Delivery(message.kind, message.text, message.sent_by) for message in queued]
+    return queued

@@ -124,7 +124,6 @@ def finish(
         "finished_at": now,
         "secrets": {},  # a run's secrets are needed only while it runs
         "paused_at": None,
-        "paused_by": "",
     }
     if signals is not None:
         fields["signals"] = signals

@@ -37,6 +37,8 @@ def is_watched(run_public_id: str) -> bool:
 MOUSE_BUTTONS = ("left", "middle", "right")
 MOUSE_ACTIONS = ("click", "down", "up", "move")
 KEY_ACTIONS = ("press", "down", "up")
+# Held with a key (a shortcut such as Ctrl+A, Shift+Tab), as CDP's modifiers bit field names them.
+KEY_MODIFIERS = frozenset({"alt", "ctrl", "meta", "shift"})
 COORDINATE_MAX = 10_000
 WHEEL_DELTA_MAX = 10_000
 TYPED_TEXT_MAX_CHARS = 1_000
@@ -78,7 +80,10 @@ def control_input(content: Any) -> dict[str, Any] | None:
         key, action = content.get("key"), content.get("action", "press")
         if not isinstance(key, str) or not 0 < len(key) <= KEY_NAME_MAX_CHARS or action not in KEY_ACTIONS:
             return None
-        return {"kind": "key", "action": action, "key": key}
+        modifiers = content.get("modifiers", [])
+        if not isinstance(modifiers, list) or not set(modifiers) <= KEY_MODIFIERS:
+            return None
+        return {"kind": "key", "action": action, "key": key, "modifiers": sorted(set(modifiers))}
     if kind == "text":
         text = content.get("text")
         if not isinstance(text, str) or not 0 < len(text) <= TYPED_TEXT_MAX_CHARS:

@@ -219,7 +219,6 @@ class Run(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     # Set while an operator has paused the agent (runs.human): no model request is sent until it is cleared.
     paused_at = models.DateTimeField(null=True, blank=True)
-    paused_by = models.CharField(max_length=200, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -251,12 +250,17 @@ class Run(models.Model):
         return self.status in self.TERMINAL
 
     @property
+    def is_paused(self) -> bool:
+        """A person has control: the agent sends no model request until the run is resumed (runs.human)."""
+        return self.status == self.Status.RUNNING and self.paused_at is not None
+
+    @property
     def accepts_control(self) -> bool:
         """Whether a member's mouse and keyboard may drive the run's page through the interactive live view now: a
         running sign-in by hand always does (it has no agent to disturb), an agent's run while a person has control
         (the agent is paused). The worker-side input dispatcher (runtime.browser.control) serves any run kind whose
         page lives in the worker's browser host."""
-        return self.status == self.Status.RUNNING and (self.kind == self.Kind.SIGN_IN or self.paused_at is not None)
+        return self.is_paused or (self.status == self.Status.RUNNING and self.kind == self.Kind.SIGN_IN)
 
     @property
     def usage_total(self) -> int:
@@ -350,6 +354,7 @@ class RunMessage(models.Model):
     class Kind(models.TextChoices):
         STEER = "steer"
         HANDBACK = "handback"
+        TIMED_OUT = "timed_out"  # a pause no one handed back ended by itself
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="queued_messages")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.STEER)

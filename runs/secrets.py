@@ -23,6 +23,16 @@ def placeholder(name: str) -> str:
     return "{{secret:" + name + "}}"
 
 
+def secret_value_problem(value: str) -> str | None:
+    """What is wrong with a secret's value, or None: too short a value would be masked wherever ordinary text holds
+    it, and a NUL cannot be typed."""
+    if not SECRET_VALUE_MIN_CHARS <= len(value) <= SECRET_VALUE_MAX_CHARS:
+        return f"must be {SECRET_VALUE_MIN_CHARS} to {SECRET_VALUE_MAX_CHARS} characters"
+    if "\x00" in value:
+        return "must not contain NUL"
+    return None
+
+
 def secrets_problem(secrets: Any) -> tuple[str, str] | None:
     """(field, message) of the first thing wrong with a launch's secrets, or None when they are acceptable."""
     if not isinstance(secrets, dict):
@@ -34,10 +44,9 @@ def secrets_problem(secrets: Any) -> tuple[str, str] | None:
             return "secrets", "names must be upper-case letters, digits and _ (e.g. SHOP_PASSWORD), 64 at most"
         if not isinstance(value, str):
             return f"secrets.{name}", "must be a string"
-        if not SECRET_VALUE_MIN_CHARS <= len(value) <= SECRET_VALUE_MAX_CHARS:
-            return f"secrets.{name}", f"must be {SECRET_VALUE_MIN_CHARS} to {SECRET_VALUE_MAX_CHARS} characters"
-        if "\x00" in value:
-            return f"secrets.{name}", "must not contain NUL"
+        problem = secret_value_problem(value)
+        if problem is not None:
+            return f"secrets.{name}", problem
     return None
 
 

@@ -121,7 +121,8 @@ def with_judge_verdict(runs: QuerySet[Run]) -> "QuerySet[ListRun]":
         model_deprecated=Exists(deprecation),
         # KT + Cast: the turn as an integer on every backend (SQLite hands a bare JSON number back otherwise).
         last_turn=Subquery(last_action.annotate(turn=Cast(KT("payload__turn"), IntegerField())).values("turn")[:1]),
-        # A question to the operator waits on an answer: the row says the run waits for a person (so does a pause).
+        # A question to the operator waits on an answer (only while the run runs: its end closes the question): the
+        # row says the run waits for a person, as it does for a pause.
         asking_person=Exists(RunInput.objects.filter(run=OuterRef("pk"), state=RunInput.State.PENDING)),
     )
 
@@ -328,11 +329,10 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
 def person_context(run: Run) -> dict[str, Any]:
     """What the run page's person card shows: the agent's pending question, and whether a person has control (while
     the agent is paused, and for the whole of a sign-in by hand, which has no agent)."""
-    paused = run.status == Run.Status.RUNNING and run.paused_at is not None
     return {
         "pending_input": human.pending_input(run),
-        "paused": paused,
-        "in_control": paused or run.kind == Run.Kind.SIGN_IN,
+        "paused": run.is_paused,
+        "in_control": run.accepts_control or (run.kind == Run.Kind.SIGN_IN and not run.is_finished),
     }
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar, cast
 
 from anthropic.types.beta import BetaContentBlock, BetaMessage, BetaToolUseBlock
@@ -82,15 +84,27 @@ class Heartbeat(threading.Thread):
         self.run_row = run
         self.interval = max(1.0, min(10.0, settings.RUN_STALE_AFTER_SECONDS / 4))
         self.give_up_at = time.monotonic() + settings.RUN_TIME_LIMIT_SECONDS + 120
+        self.waiting = 0  # waits for a person in progress (the loop's thread sets it, this one reads it)
         self.stopped = threading.Event()
 
-    def extend(self, seconds: float) -> None:
-        """Time spent waiting for a person does not count toward the run's limit, nor toward giving up here."""
-        self.give_up_at += seconds
+    @contextlib.contextmanager
+    def waiting_for_person(self) -> Iterator[None]:
+        """While the loop waits for a person it is not hung, however long the wait: the heartbeat keeps beating, and
+        the time spent counts neither toward the run's limit nor toward giving up here."""
+        started = time.monotonic()
+        self.waiting += 1
+        try:
+            yield
+        finally:
+            self.give_up_at += time.monotonic() - started
+            self.waiting -= 1
+
+    def alive(self) -> bool:
+        return self.waiting > 0 or time.monotonic() < self.give_up_at
 
     def run(self) -> None:
         try:
-            while not self.stopped.wait(self.interval) and time.monotonic() < self.give_up_at:
+            while not self.stopped.wait(self.interval) and self.alive():
                 try:
                     lifecycle.heartbeat(self.run_row)
                 except Exception:
@@ -132,7 +146,6 @@ class AgentLoop:
         self.heartbeat: Heartbeat | None = None
         # Seconds spent waiting for a person (answers, pauses): they never count toward RUN_TIME_LIMIT_SECONDS.
         self.waited = 0.0
-        self.secret_answers = 0
         self.answer_names: set[str] = set()  # the run's secrets that are answers to ask_human
         self.schema = run.session.output_schema or None
         self.started = time.monotonic()
@@ -924,12 +937,15 @@ class AgentLoop:
 
     # --- a person in the loop (runs.human) -------------------------------------------------------------------
 
-    def waiting(self, started: float) -> None:
-        """After a wait for a person: it does not count toward the run's time limit."""
-        spent = time.monotonic() - started
-        self.waited += spent
-        if self.heartbeat is not None:
-            self.heartbeat.extend(spent)
+    @contextlib.contextmanager
+    def waiting_for_person(self) -> Iterator[None]:
+        """A wait for a person: it never counts toward the run's time limit, and the heartbeat goes on throughout."""
+        started = time.monotonic()
+        try:
+            with self.heartbeat.waiting_for_person() if self.heartbeat is not None else contextlib.nullcontext():
+                yield
+        finally:
+            self.waited += time.monotonic() - started
 
     def stop_if_cancelled(self) -> None:
         if lifecycle.cancel_requested(self.run):
@@ -950,25 +966,18 @@ class AgentLoop:
         timeout = settings.RUN_INPUT_TIMEOUT_SECONDS
         started = time.monotonic()
         waiter = asking.Waiter(self.run.public_id)
-        try:
-            while True:
-                answer = human.answer_of(asked)
-                if answer is not None:
-                    break
+        with self.waiting_for_person():
+            while (answer := human.answer_of(asked)) is None:
                 self.stop_if_cancelled()
                 left = timeout - (time.monotonic() - started)
                 if left <= 0 and human.time_out(self.run, asked):
                     return result_block(use, asking.not_answered(timeout))
                 waiter.wait(max(left, asking.WAKE_POLL_SECONDS))
-        finally:
-            self.waiting(started)
         if not secret:
             return result_block(use, asking.answered(answer))
-        self.secret_answers += 1
-        name = human.SECRET_ANSWER_NAME.format(self.secret_answers)
-        while name in self.run.secrets:
-            self.secret_answers += 1
-            name = human.SECRET_ANSWER_NAME.format(self.secret_answers)
+        # ANSWER_1, ANSWER_2...: the first free name (a launch's own secret may hold one)
+        names = (human.SECRET_ANSWER_NAME.format(index) for index in itertools.count(len(self.answer_names) + 1))
+        name = next(candidate for candidate in names if candidate not in self.run.secrets)
         # in this worker's memory only, as the run's own secrets are: the toolset types it, every record masks it
         self.run.secrets[name] = answer
         self.answer_names.add(name)
@@ -983,24 +992,22 @@ class AgentLoop:
     def attend(self) -> None:
         """Before each model request: wait while a person has control, then hand the agent what people queued for
         it (a steer, the note of a hand-back) as text after the tool results of its next user message."""
-        if human.is_paused(self.run):
+        if human.paused_since(self.run) is not None:
             self.wait_while_paused()
         deliveries = human.take_messages(self.run)
         if not deliveries:
             return
         texts = []
         for delivery in deliveries:
-            if delivery.kind == RunMessage.Kind.HANDBACK:
-                text = (
-                    asking.resumed_after_timeout()
-                    if delivery.by == "timeout"
-                    else asking.handed_back(delivery.by, delivery.text)
-                )
+            if delivery.kind == RunMessage.Kind.TIMED_OUT:
+                text = asking.resumed_after_timeout()
+            elif delivery.kind == RunMessage.Kind.HANDBACK:
+                text = asking.handed_back(delivery.sent_by, delivery.text)
             else:
-                text = asking.steered(delivery.by, delivery.text)
+                text = asking.steered(delivery.sent_by, delivery.text)
             texts.append(text_block(mask(text, self.run.secrets)))
             self.record.event(
-                "agent.message_delivered", {"kind": delivery.kind, "text": delivery.text, "by": delivery.by}
+                "agent.message_delivered", {"kind": delivery.kind, "text": delivery.text, "by": delivery.sent_by}
             )
         if self.messages and self.messages[-1]["role"] == "user":
             self.messages[-1]["content"].extend(texts)
@@ -1008,24 +1015,25 @@ class AgentLoop:
             self.add_user(texts)
 
     def wait_while_paused(self) -> None:
-        """No model request while paused; a pause longer than RUN_INPUT_TIMEOUT_SECONDS ends by itself."""
+        """No model request while paused; a pause longer than RUN_INPUT_TIMEOUT_SECONDS ends by itself. The person's
+        input reaches the page only now: the agent's last turn is over, and until the hand-back it does nothing."""
+        if self.control is not None:
+            self.control.accepting.set()  # before the turn's record is written, which is what a viewer waits for
         self.record.hand_off()
         self.record.flush()  # what the agent did before the pause is on the page for the person taking control
-        started = time.monotonic()
         waiter = asking.Waiter(self.run.public_id)
         try:
-            while True:
-                since = human.paused_since(self.run)
-                if since is None:
-                    return
-                self.stop_if_cancelled()
-                left = settings.RUN_INPUT_TIMEOUT_SECONDS - (timezone.now() - since).total_seconds()
-                if left <= 0:
-                    human.end_pause(self.run, by="timeout", note="")
-                    return
-                waiter.wait(max(left, asking.WAKE_POLL_SECONDS))
+            with self.waiting_for_person():
+                while (since := human.paused_since(self.run)) is not None:
+                    self.stop_if_cancelled()
+                    left = settings.RUN_INPUT_TIMEOUT_SECONDS - (timezone.now() - since).total_seconds()
+                    if left <= 0:
+                        human.end_pause(self.run, by=human.PAUSE_TIMED_OUT, note="")
+                        return
+                    waiter.wait(max(left, asking.WAKE_POLL_SECONDS))
         finally:
-            self.waiting(started)
+            if self.control is not None:
+                self.control.accepting.clear()
 
     # --- signals --------------------------------------------------------------------------------------------
 

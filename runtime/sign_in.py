@@ -93,7 +93,7 @@ class SignInSession:
 
         self.toolset = toolset = self.step(build(), "open a context")
         self.live = live_view.attach(host, toolset, run.public_id)
-        self.control = control.attach(host, run.public_id, toolset.active_page)
+        self.control = control.attach(host, run.public_id, toolset.active_page, accepting=True)
         try:
             self.step(toolset.open(run.start_url), "open the start URL")
             emit(run, "sign_in.opened", {"url": run.start_url})

@@ -18,11 +18,6 @@ class Migration(migrations.Migration):
             name='paused_at',
             field=models.DateTimeField(blank=True, null=True),
         ),
-        migrations.AddField(
-            model_name='run',
-            name='paused_by',
-            field=models.CharField(blank=True, max_length=200),
-        ),
         migrations.CreateModel(
             name='RunInput',
             fields=[
@@ -46,7 +41,7 @@ class Migration(migrations.Migration):
             name='RunMessage',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('steer', 'Steer'), ('handback', 'Handback')], default='steer', max_length=10)),
+                ('kind', models.CharField(choices=[('steer', 'Steer'), ('handback', 'Handback'), ('timed_out', 'Timed Out')], default='steer', max_length=10)),
                 ('text', models.TextField(blank=True)),
                 ('sent_by', models.CharField(blank=True, max_length=200)),
                 ('queued_at', models.DateTimeField(default=django.utils.timezone.now)),

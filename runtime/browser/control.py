@@ -50,27 +50,43 @@ SPECIAL_KEYS: dict[str, tuple[int, str]] = {
 }
 
 
-def key_event(key: str) -> dict[str, Any]:
-    """CDP Input.dispatchKeyEvent parameters of a key, without its type."""
+# CDP's modifiers bit field (Input.dispatchKeyEvent).
+MODIFIER_BITS = {"alt": 1, "ctrl": 2, "meta": 4, "shift": 8}
+# CDP's `buttons` bit field of the button pressed.
+BUTTON_BITS = {"left": 1, "right": 2, "middle": 4}
+
+
+def key_event(key: str, modifiers: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """CDP Input.dispatchKeyEvent parameters of a key, without its type. A key held with Ctrl, Alt or Meta is a
+    shortcut (Ctrl+A selects, it types no "a"): it carries no text."""
+    event: dict[str, Any] = {"key": key, "modifiers": sum(MODIFIER_BITS[name] for name in modifiers)}
     if key in SPECIAL_KEYS:
         code, text = SPECIAL_KEYS[key]
-        event: dict[str, Any] = {"key": key, "windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}
-        if text:
-            event["text"] = text
-        return event
-    if len(key) == 1:
-        return {"key": key, "text": key, "windowsVirtualKeyCode": ord(key.upper())}
-    return {"key": key}
+        event |= {"windowsVirtualKeyCode": code, "nativeVirtualKeyCode": code}
+    elif len(key) == 1:
+        code, text = ord(key.upper()), key
+        event["windowsVirtualKeyCode"] = code
+    else:
+        text = ""
+    if text and not {"alt", "ctrl", "meta"} & set(modifiers):
+        event["text"] = text
+    return event
 
 
 class InputDispatcher:
-    """Applies the inputs sent to one run's control group to the page `page_of()` gives."""
+    """Applies the inputs sent to one run's control group to the page `page_of()` gives, while `accepting` is set:
+    the owner of the page says when a person may drive it (the agent loop only while it waits out a pause, so a
+    person's input never meets the agent's actions; a sign-in by hand throughout). Input at other times is dropped."""
 
-    def __init__(self, host: BrowserHost, run_public_id: str, page_of: Callable[[], Page | None]) -> None:
+    def __init__(
+        self, host: BrowserHost, run_public_id: str, page_of: Callable[[], Page | None], *, accepting: bool
+    ) -> None:
         self.host = host
         self.run_public_id = run_public_id
         self.page_of = page_of
-        self.applied = 0
+        self.accepting = threading.Event()
+        if accepting:
+            self.accepting.set()
         self._cdp: CDPSession | None = None
         self._cdp_page: Page | None = None
         self._stopped = threading.Event()
@@ -102,12 +118,12 @@ class InputDispatcher:
                     message = await asyncio.wait_for(layer.receive(channel), RECEIVE_SECONDS)
                 except TimeoutError:
                     continue
+                # Checked again here: the group is the worker's inbox, and only what the socket's check passes applies.
                 cleaned = control_input(message.get("input")) if message.get("type") == "control.input" else None
-                if cleaned is None:
+                if cleaned is None or not self.accepting.is_set():
                     continue
                 try:
                     await asyncio.to_thread(self.host.run, self._apply(cleaned), APPLY_TIMEOUT_SECONDS)
-                    self.applied += 1
                 except Exception as error:  # the input's content is never logged: only what kind failed
                     log.info(
                         "control of %s: a %s input failed (%s)",
@@ -141,7 +157,13 @@ class InputDispatcher:
             if event["action"] in ("click", "down"):
                 await cdp.send(
                     "Input.dispatchMouseEvent",
-                    {"type": "mousePressed", **point, "button": button, "buttons": 1, "clickCount": 1},
+                    {
+                        "type": "mousePressed",
+                        **point,
+                        "button": button,
+                        "buttons": BUTTON_BITS[button],
+                        "clickCount": 1,
+                    },
                 )
             if event["action"] in ("click", "up"):
                 await cdp.send(
@@ -153,7 +175,7 @@ class InputDispatcher:
                 {"type": "mouseWheel", "x": event["x"], "y": event["y"], "deltaX": event["dx"], "deltaY": event["dy"]},
             )
         elif kind == "key":
-            params = key_event(event["key"])
+            params = key_event(event["key"], event.get("modifiers", ()))
             if event["action"] in ("press", "down"):
                 await cdp.send(
                     "Input.dispatchKeyEvent", {"type": "keyDown" if "text" in params else "rawKeyDown", **params}
@@ -175,10 +197,12 @@ class InputDispatcher:
                 log.debug("control of %s: the CDP session was already gone", self.run_public_id)
 
 
-def attach(host: BrowserHost, run_public_id: str, page_of: Callable[[], Page | None]) -> InputDispatcher | None:
+def attach(
+    host: BrowserHost, run_public_id: str, page_of: Callable[[], Page | None], *, accepting: bool = False
+) -> InputDispatcher | None:
     """The run's input dispatcher, or None when it cannot run (it never costs the run itself)."""
     try:
-        return InputDispatcher(host, run_public_id, page_of)
+        return InputDispatcher(host, run_public_id, page_of, accepting=accepting)
     except Exception:
         log.warning("run %s: no control of its browser", run_public_id, exc_info=True)
         return None

@@ -93,7 +93,11 @@
     if (event.key.length === 1 && !event.ctrlKey && !event.metaKey && !event.altKey) {
       send({ kind: "text", text: event.key });
     } else {
-      send({ kind: "key", key: event.key });
+      // a shortcut (Ctrl+A, Shift+Tab...) goes with the keys held, so the page sees the shortcut, not a letter
+      var held = ["alt", "ctrl", "meta", "shift"].filter(function (name) {
+        return event[name + "Key"];
+      });
+      send({ kind: "key", key: event.key, modifiers: held });
     }
   });
   document.addEventListener("paste", function (event) {

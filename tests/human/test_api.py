@@ -4,7 +4,7 @@ edges: another workspace's run is not_found, an answered or closed input is conf
 import pytest
 
 from runs.models import Event, Run, RunInput, RunMessage
-from runs.secret_box import unseal
+from runs.secret_box import unseal_value
 from tests.support.factories import make_run
 
 pytestmark = pytest.mark.django_db
@@ -88,7 +88,7 @@ def test_a_secret_answer_is_sealed_at_rest_and_never_in_an_event_or_response(api
     assert "CODE-482913" not in answered.content.decode()
     asked.refresh_from_db()
     assert "CODE-482913" not in asked.answer
-    assert unseal({"sealed": asked.answer}) == {"answer": "CODE-482913"}
+    assert unseal_value(asked.answer) == "CODE-482913"
     received = Event.objects.get(run=running, type="run.input_received").payload
     assert "text" not in received and received["secret"] is True
     events = api.get(f"/runs/{running.public_id}/events").content.decode()
@@ -101,7 +101,7 @@ def test_a_secret_answer_too_short_to_mask_is_refused(api, running):
     refused = api.post(f"/runs/{running.public_id}/input", {"id": asked.public_id, "text": "12"})
 
     assert refused.status_code == 400
-    assert refused.json()["error"]["message"].startswith("text: a secret answer must be at least 4 characters")
+    assert refused.json()["error"]["message"].startswith("text: a secret answer must be 4 to 1000 characters")
     asked.refresh_from_db()
     assert asked.state == RunInput.State.PENDING
 
@@ -132,6 +132,16 @@ def test_resuming_a_run_that_is_not_paused_and_pausing_a_finished_run_are_confli
     assert api.post(f"/runs/{running.public_id}/resume", {"note": ""}).status_code == 409
     assert api.post(f"/runs/{finished.public_id}/pause").status_code == 409
     assert api.post(f"/runs/{finished.public_id}/messages", {"text": "hello"}).status_code == 409
+
+
+def test_a_sign_in_by_hand_has_no_agent_to_pause_resume_or_message(api, acme):
+    sign_in = make_run(acme, status=Run.Status.RUNNING, kind=Run.Kind.SIGN_IN, model="")
+
+    for path, body in (("pause", None), ("resume", {"note": ""}), ("messages", {"text": "hello"})):
+        refused = api.post(f"/runs/{sign_in.public_id}/{path}", body)
+        assert refused.status_code == 409, path
+        assert "has no agent" in refused.json()["error"]["message"]
+    assert not RunMessage.objects.filter(run=sign_in).exists() and types(sign_in) == []
 
 
 def test_a_queued_message_is_recorded_for_the_next_request(api, running):

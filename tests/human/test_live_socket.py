@@ -93,8 +93,20 @@ async def test_another_workspaces_socket_is_closed_and_forwards_nothing(charlie,
         {"kind": "text", "text": "x" * 1001},
         {"kind": "mouse", "x": True, "y": 1},
         {"kind": "eval", "code": "alert(1)"},
+        {"kind": "key", "key": "a", "modifiers": ["hyper"]},
+        {"kind": "key", "key": "a", "modifiers": "ctrl"},
         "text",
     ],
 )
 def test_malformed_input_is_not_forwarded(content):
     assert control_input(content) is None
+
+
+def test_a_shortcut_keeps_its_modifiers_and_types_nothing():
+    from runtime.browser.control import key_event
+
+    shortcut = control_input({"kind": "key", "key": "a", "modifiers": ["ctrl", "ctrl"]})
+    assert shortcut == {"kind": "key", "action": "press", "key": "a", "modifiers": ["ctrl"]}
+    assert key_event("a", shortcut["modifiers"]) == {"key": "a", "modifiers": 2, "windowsVirtualKeyCode": 65}
+    assert key_event("Tab", ["shift"])["modifiers"] == 8  # Shift+Tab moves back, not forward
+    assert key_event("a")["text"] == "a" and key_event("Enter")["text"] == "\r"

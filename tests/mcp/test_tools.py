@@ -182,8 +182,8 @@ def test_answer_input_answers_the_pending_question_and_resume_run_hands_a_paused
     asked = RunInput.objects.create(run=run, question="Colour?")
     url = f"{asgi_server}/mcp"
 
-    answered = data_of(call(url, acme_key, "answer_input", {"run_id": run.public_id, "answer": "Blue"}))
-    again = call(url, acme_key, "answer_input", {"run_id": run.public_id, "answer": "Red"})
+    answered = data_of(call(url, acme_key, "answer_input", {"run_id": run.public_id, "text": "Blue"}))
+    again = call(url, acme_key, "answer_input", {"run_id": run.public_id, "text": "Red"})
     not_paused = call(url, acme_key, "resume_run", {"run_id": run.public_id, "note": "x"})
     Run.objects.filter(pk=run.pk).update(paused_at=timezone.now())
     resumed = data_of(call(url, acme_key, "resume_run", {"run_id": run.public_id, "note": "Signed in."}))
