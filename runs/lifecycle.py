@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from . import queueing, tasks
 from .events import emit
-from .human import close_inputs
+from .human import close_inputs, wake
 from .judging.services import judge_on_finish
 from .models import Event, Run
 
@@ -156,6 +156,7 @@ def request_cancel(run: Run) -> Run:
             cancel_requested_at=timezone.now()
         )
         run.refresh_from_db()
+        wake(run)  # a run waiting for a person (a question, a pause, a sign-in by hand) sees the cancel at once
         if run.status == Run.Status.QUEUED:
             finish(
                 run,

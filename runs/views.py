@@ -328,12 +328,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
 
 def person_context(run: Run) -> dict[str, Any]:
     """What the run page's person card shows: the agent's pending question, and whether a person has control (while
-    the agent is paused, and for the whole of a sign-in by hand, which has no agent)."""
-    return {
-        "pending_input": human.pending_input(run),
-        "paused": run.is_paused,
-        "in_control": run.accepts_control or (run.kind == Run.Kind.SIGN_IN and not run.is_finished),
-    }
+    the agent is paused, and for the whole of a running sign-in by hand, which has no agent)."""
+    return {"pending_input": human.pending_input(run), "paused": run.is_paused, "in_control": run.accepts_control}
 
 
 def operator_name(request: HttpRequest) -> str:

@@ -144,6 +144,10 @@ class AgentLoop:
         self.downloads: RunDownloads | None = None
         self.control: control.InputDispatcher | None = None  # a person's input while they have control
         self.heartbeat: Heartbeat | None = None
+        self.started_clean = False  # the stored browser state was refused: nothing is written back over it
+        self.start_state: dict[str, Any] | None = None
+        self.closing_state: dict[str, Any] | None = None
+        self.trace_kept = False
         # Seconds spent waiting for a person (answers, pauses): they never count toward RUN_TIME_LIMIT_SECONDS.
         self.waited = 0.0
         self.answer_names: set[str] = set()  # the run's secrets that are answers to ask_human
@@ -329,7 +333,7 @@ class AgentLoop:
 
         self._guard = guard
         try:
-            state = profile_state.starting_state(run)
+            self.start_state = state = profile_state.starting_state(run)
         except SecretsUnavailable as error:
             raise Stop(Ending.failed("", str(error))) from None
 
@@ -350,6 +354,7 @@ class AgentLoop:
                 raise BrowserCrashed(f"The browser could not be started: {first_line(error)}") from error
             # a saved state Chromium refuses should not cost the run: start from a clean context instead
             log.warning("run %s: the session's browser state was refused; starting clean", run.public_id)
+            self.started_clean = True
             self._toolset = open_context(None)
         self.live = live_view.attach(host, self.toolset, run.public_id)
         self.control = control.attach(host, run.public_id, self.toolset.active_page)
@@ -477,14 +482,19 @@ class AgentLoop:
                 # a download still arriving when the run ends is kept all the same (the agent is not told)
                 self.browser(self.downloads.settle(), doing="finish its downloads")
                 self.report_downloads(None)
-            if self.host.is_connected:
-                state = self.browser(
-                    self.toolset.storage_state(), doing="give its storage state", timeout=BROWSER_SETUP_TIMEOUT_SECONDS
-                )
+            # The trace ends before the state is read: a trace records each call's result, and the storage state is
+            # every cookie and stored value of the profile, which no trace may hold (it masks their values instead).
+            self.keep_trace()
+            state = self.final_state()
+            if state is not None:
                 profile_state.keep_session_state(self.run, state)
-                profile = profile_state.write_profile(self.run, state)
-                if profile is not None:
-                    self.record.event("profile.saved", profile_state.saved_event(profile))
+                if self.started_clean and self.run.profile_id is not None:
+                    # Chromium refused the stored state: writing this one back would erase the profile's sign-in
+                    self.record.event("profile.not_saved", {"reason": "the profile's state was refused at start"})
+                else:
+                    profile = profile_state.write_profile(self.run, state)
+                    if profile is not None:
+                        self.record.event("profile.saved", profile_state.saved_event(profile))
         except Exception:
             log.warning("run %s: could not save the browser state", self.run.public_id, exc_info=True)
         finally:
@@ -495,9 +505,21 @@ class AgentLoop:
                 log.warning("run %s: the browser context did not close cleanly", self.run.public_id, exc_info=True)
             files.remove_run_directory(self.run)
 
+    def final_state(self) -> dict[str, Any] | None:
+        """The browser's storage state as the run leaves it (read once, after the trace stopped); None without a
+        browser to ask."""
+        if self.closing_state is None and self.host.is_connected and not self.browser_failed:
+            self.closing_state = self.browser(
+                self.toolset.storage_state(), doing="give its storage state", timeout=BROWSER_SETUP_TIMEOUT_SECONDS
+            )
+        return self.closing_state
+
     def keep_trace(self) -> None:
         """Stop the live view and keep the run's Playwright trace (secrets masked) before the context
-        closes; neither may cost the run its ending."""
+        closes; neither may cost the run its ending. Once."""
+        if self.trace_kept:
+            return
+        self.trace_kept = True
         try:
             if self.live is not None:
                 self.live.stop()
@@ -505,7 +527,13 @@ class AgentLoop:
                 self.control.stop()
             # a hung page could hang the trace's stop too: a run the browser failed keeps no trace
             if self.host.is_connected and not self.browser_failed:
-                tracing.finish(self.host, self.toolset.context, self.run.public_id, self.run.secrets)
+                tracing.finish(
+                    self.host,
+                    self.toolset.context,
+                    self.run.public_id,
+                    self.run.secrets,
+                    state=lambda: tracing.state_values(self.start_state, self.final_state()),
+                )
         except Exception:
             log.warning("run %s: the trace was not kept", self.run.public_id, exc_info=True)
 

@@ -18,6 +18,7 @@ from runs.events import emit
 from runs.models import Run
 from runs.secret_box import SecretsUnavailable
 from runtime import browser_call, profile_state
+from runtime.asking import Waiter
 from runtime.browser import control, live_view
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
@@ -25,8 +26,6 @@ from runtime.browser.toolset import PlaywrightBrowserToolset
 from runtime.loop import BROWSER_SETUP_TIMEOUT_SECONDS, Heartbeat
 
 log = logging.getLogger(__name__)
-
-POLL_SECONDS = 0.5
 
 
 class SignInSession:
@@ -48,14 +47,13 @@ class SignInSession:
 
     def execute(self) -> None:
         heartbeat = Heartbeat(self.run)
-        # The wait is bounded by its own timeout, not the agent's time limit.
-        heartbeat.give_up_at = time.monotonic() + settings.RUN_INPUT_TIMEOUT_SECONDS + 120
         heartbeat.start()
         status: str = Run.Status.FAILED
         success, output, code, message = None, "", "", ""
         try:
             self.open()
-            status, success, output, code, message = self.wait()
+            with heartbeat.waiting_for_person():  # bounded by RUN_INPUT_TIMEOUT_SECONDS, not the agent's limit
+                status, success, output, code, message = self.wait()
         except browser_call.BrowserCrashed as error:
             code, message = Run.ErrorCode.BROWSER_ERROR, str(error)
         except SecretsUnavailable as error:
@@ -114,6 +112,7 @@ class SignInSession:
         limit = settings.RUN_INPUT_TIMEOUT_SECONDS
         deadline = time.monotonic() + limit
         assert self.host is not None
+        waiter = Waiter(self.run.public_id)  # Save wakes it at once; Cancel is seen at the next database read
         while True:
             row = Run.objects.filter(pk=self.run.pk).values("save_requested_at", "cancel_requested_at").first()
             if row is None or row["cancel_requested_at"] is not None:
@@ -131,7 +130,7 @@ class SignInSession:
                     f"No one pressed Save within {limit} s; the profile was not changed.",
                 )  # fmt: skip
             self.report_blocked()
-            time.sleep(POLL_SECONDS)
+            waiter.wait(deadline - time.monotonic())
 
     def save(self) -> tuple[str, bool | None, str, str, str]:
         assert self.toolset is not None

@@ -102,12 +102,12 @@ def list_profiles(request: ApiRequest, filters: Query[ProfileFilters]) -> dict[s
 
 @router.get("/profiles/{profile_id}", response={200: ProfileOut, **ERROR_RESPONSES}, summary="A profile")
 def get_profile(request: ApiRequest, profile_id: str) -> dict[str, Any]:
-    return profile_out(services.find_profile(request.workspace, profile_id))
+    return profile_out(find(profiles_of(request), profile_id, "profile"))
 
 
 @router.patch("/profiles/{profile_id}", response={200: ProfileOut, **ERROR_RESPONSES}, summary="Rename a profile")
 def update_profile(request: ApiRequest, profile_id: str, payload: ProfileIn) -> dict[str, Any]:
-    profile = services.find_profile(request.workspace, profile_id)
+    profile = find(profiles_of(request), profile_id, "profile")
     return profile_out(services.rename_profile(profile, payload.name))
 
 
@@ -119,7 +119,7 @@ def update_profile(request: ApiRequest, profile_id: str, payload: ProfileIn) -> 
     "from and write nothing back when they end.",
 )
 def delete_profile(request: ApiRequest, profile_id: str) -> Status[None]:
-    services.delete_profile(services.find_profile(request.workspace, profile_id))
+    services.delete_profile(find(profiles_of(request), profile_id, "profile"))
     return Status(204, None)
 
 
@@ -132,7 +132,7 @@ def delete_profile(request: ApiRequest, profile_id: str) -> Status[None]:
     "either it ends after RUN_INPUT_TIMEOUT_SECONDS (default 900) with the profile unchanged.",
 )
 def start_sign_in(request: ApiRequest, profile_id: str, payload: SignInIn) -> Status[dict[str, Any]]:
-    profile = services.find_profile(request.workspace, profile_id)
+    profile = find(profiles_of(request), profile_id, "profile")
     run = services.start_sign_in(profile, payload.start_url)
     return Status(201, run_out(reload(request, run)))
 

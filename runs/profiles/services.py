@@ -4,10 +4,11 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from agent_platform.errors import Conflict, InvalidRequest, NotFound
+from agent_platform.errors import Conflict, InvalidRequest
 from agent_platform.models import Workspace
-from runs import lifecycle
+from runs import lifecycle, queueing
 from runs.events import emit
+from runs.human import wake
 from runs.launch import clean_start_url
 from runs.models import Run, Session
 
@@ -52,6 +53,7 @@ def start_sign_in(profile: Profile, start_url: object, created_by: User | None =
     if not url:
         raise InvalidRequest.of_field("start_url", "is required: the page where the operator signs in")
     with transaction.atomic():
+        queueing.refuse_beyond_queued_limit(profile.workspace)
         session = Session.objects.create(workspace=profile.workspace, created_by=created_by)
         run = Run.objects.create(
             workspace=profile.workspace,
@@ -72,25 +74,18 @@ def start_sign_in(profile: Profile, start_url: object, created_by: User | None =
 
 def request_save(run: Run) -> Run:
     """The operator pressed Save on a sign-in by hand: its worker writes the profile and ends the run succeeded.
-    Idempotent while the run runs; 409 for another kind of run or one that ended."""
+    Idempotent while the run runs; 409 for another kind of run, one not started yet (no browser has been shown) or
+    one that ended."""
     if run.kind != Run.Kind.SIGN_IN:
         raise Conflict(f"run {run.public_id} is not a sign-in by hand; only those are saved by an operator.")
     with transaction.atomic():
-        changed = (
-            Run.objects.filter(pk=run.pk, save_requested_at__isnull=True)
-            .exclude(status__in=Run.TERMINAL)
-            .update(save_requested_at=timezone.now())
+        changed = Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING, save_requested_at__isnull=True).update(
+            save_requested_at=timezone.now()
         )
         run.refresh_from_db()
-        if run.is_finished:
-            raise Conflict(f"run {run.public_id} has already ended ({run.status}); nothing to save.")
+        if run.status != Run.Status.RUNNING:
+            raise Conflict(f"run {run.public_id} is {run.status}; only a running sign-in can be saved.")
         if changed:
             emit(run, "sign_in.save_requested", {})
+            wake(run)  # the waiting worker sees it at once
     return run
-
-
-def find_profile(workspace: Workspace, profile_id: str) -> Profile:
-    profile = Profile.objects.for_workspace(workspace).filter(public_id=profile_id[:60]).first()
-    if profile is None:
-        raise NotFound(f"No profile '{profile_id[:60]}' in this workspace.")
-    return profile

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import ServiceError
 from runs.models import Run
+from runs.views import person_action
 
 from . import services
 from .models import Profile
@@ -21,9 +22,10 @@ RUNS_SHOWN = 5
 @login_required
 def profile_list(request: OperatorRequest, error: ServiceError | None = None, status: int = 200) -> HttpResponse:
     workspace = current_workspace(request)
+    # Each profile's latest runs only (a sliced prefetch: one windowed query, however many runs a profile has had).
     recent_runs = Run.objects.order_by("-created_at", "-id").only(
         "public_id", "status", "kind", "profile_id", "created_at"
-    )
+    )[:RUNS_SHOWN]
     profiles = (
         Profile.objects.for_workspace(workspace)
         .annotate(run_count=Count("runs"))
@@ -32,9 +34,7 @@ def profile_list(request: OperatorRequest, error: ServiceError | None = None, st
     )
     rows = list(profiles)
     for profile in rows:
-        shown = profile.recent_runs[:RUNS_SHOWN]  # type: ignore[attr-defined]  # set by the Prefetch
-        profile.recent_runs = shown  # type: ignore[attr-defined]
-        profile.more_runs = profile.run_count - len(shown)  # type: ignore[attr-defined]  # annotated above
+        profile.more_runs = profile.run_count - len(profile.recent_runs)  # type: ignore[attr-defined]  # annotated, prefetched
     return render(
         request,
         "runs/profiles.html",
@@ -83,11 +83,9 @@ def profile_sign_in(request: OperatorRequest, profile_id: str) -> HttpResponse:
 @login_required
 @require_POST
 def sign_in_save(request: OperatorRequest, run_id: str) -> HttpResponse:
-    run = get_object_or_404(Run, public_id=run_id, workspace=current_workspace(request))
-    try:
-        services.request_save(run)
-    except ServiceError as error:
-        messages.error(request, error.message)
-    else:
-        messages.success(request, "Saving the profile: the browser's state is written and the run ends.")
-    return redirect("runs:detail", run.public_id)
+    return person_action(
+        request,
+        run_id,
+        lambda run, by: services.request_save(run),
+        "Saving the profile: the browser's state is written and the run ends.",
+    )

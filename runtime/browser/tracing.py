@@ -8,6 +8,11 @@ every text entry of the archive (trace.trace, trace.network, text resources) has
 placeholder, in plain, JSON-escaped, URL-encoded and HTML-escaped spellings. Binary entries are kept as they are:
 the screencast JPEGs show what the page showed, like the run's screenshots do (a password field shows dots; a
 secret typed into a plain text field is visible there, as it is in the run's screenshots).
+
+The browser's stored state is masked the same way: each cookie's and each stored value's value of the run's starting
+and final state (a profile's sign-in, a session's cookies), which requests, responses and storage calls carry, is
+replaced by `{{cookie:NAME}}` or `{{storage:KEY}}` (values shorter than STATE_VALUE_MIN_CHARS are left: masking
+"1" or "true" everywhere would garble the trace, and they sign no one in).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import logging
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -54,21 +60,35 @@ def spellings(secret: str) -> list[str]:
     return sorted((form for form in forms if form), key=len, reverse=True)
 
 
-def mask_archive(source: Path, target: Path, secrets: dict[str, str] | None) -> None:
-    """Copy a trace archive with every secret value in its text entries replaced by the secret's placeholder."""
-    pairs = [
-        (form.encode(), placeholder(name).encode())
-        for name, value in (secrets or {}).items()
-        if value
-        for form in spellings(value)
-    ]
+STATE_VALUE_MIN_CHARS = 8
+
+
+def state_values(*states: dict[str, Any] | None) -> dict[str, str]:
+    """{value: what the trace shows instead} for the cookies and stored values of browser storage states."""
+    shown: dict[str, str] = {}
+    for state in states:
+        for cookie in (state or {}).get("cookies", []):
+            shown[str(cookie.get("value", ""))] = f"{{{{cookie:{cookie.get('name', '')}}}}}"
+        for origin in (state or {}).get("origins", []):
+            for item in origin.get("localStorage", []):
+                shown[str(item.get("value", ""))] = f"{{{{storage:{item.get('name', '')}}}}}"
+    return {value: label for value, label in shown.items() if len(value) >= STATE_VALUE_MIN_CHARS}
+
+
+def mask_archive(
+    source: Path, target: Path, secrets: dict[str, str] | None, state: dict[str, str] | None = None
+) -> None:
+    """Copy a trace archive with every secret value in its text entries replaced by the secret's placeholder, and
+    every value of `state` ({value: shown}, state_values) by what it shows."""
+    replaced = (state or {}) | {value: placeholder(name) for name, value in (secrets or {}).items() if value}
+    pairs = [(form.encode(), label.encode()) for value, label in replaced.items() for form in spellings(value)]
     pairs.sort(key=lambda pair: -len(pair[0]))
     with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as masked:
         for entry in original.infolist():
             data = original.read(entry)
             if pairs and is_text(entry.filename, data):
-                for secret, shown in pairs:
-                    data = data.replace(secret, shown)
+                for value, label in pairs:
+                    data = data.replace(value, label)
             masked.writestr(entry, data)
 
 
@@ -82,8 +102,16 @@ def is_text(name: str, data: bytes) -> bool:
     return True
 
 
-def finish(host: Any, context: Any, run_public_id: str, secrets: dict[str, str] | None) -> bool:
-    """Stop the context's trace, mask it and store it for the run page's download; False if there is none."""
+def finish(
+    host: Any,
+    context: Any,
+    run_public_id: str,
+    secrets: dict[str, str] | None,
+    state: Callable[[], dict[str, str]] | None = None,
+) -> bool:
+    """Stop the context's trace, mask it and store it for the run page's download; False if there is none. `state`
+    gives the browser state's values to mask, read once the trace has stopped (a read while it records would put
+    the whole state into the trace)."""
     with tempfile.TemporaryDirectory(prefix="trace-") as scratch:
         raw = Path(scratch) / "raw.zip"
         try:
@@ -94,7 +122,7 @@ def finish(host: Any, context: Any, run_public_id: str, secrets: dict[str, str] 
         if not raw.exists():
             return False
         masked = Path(scratch) / "trace.zip"
-        mask_archive(raw, masked, secrets)
+        mask_archive(raw, masked, secrets, state() if state is not None else None)
         path = trace_path(run_public_id)
         if default_storage.exists(path):
             default_storage.delete(path)

@@ -5,7 +5,14 @@
   "use strict";
   var config = JSON.parse(document.getElementById("run-config").textContent);
   if (config.finished || !config.person_url || !window.Pilothouse) return;
-  var CHANGES = ["run.input_requested", "run.input_received", "run.input_timed_out", "run.paused", "run.resumed"];
+  var CHANGES = [
+    "run.input_requested",
+    "run.input_received",
+    "run.input_timed_out",
+    "run.paused",
+    "run.resumed",
+    "sign_in.opened", // a sign-in by hand is in the operator's control once its browser is open
+  ];
   var view = document.getElementById("live-view");
   var img = document.getElementById("live-img");
 

@@ -193,10 +193,13 @@ def test_only_a_running_sign_in_can_be_saved(api, acme, umbrella_api):
     profile = create(api)
     run_id = api.post(f"/profiles/{profile['id']}/sign_in", {"start_url": "https://shop.test/login"}).json()["id"]
     error_of(umbrella_api.post(f"/runs/{run_id}/save"), 404, "not_found")
+    # Queued: no browser has been shown yet, so there is nothing of the operator's to save.
+    error_of(api.post(f"/runs/{run_id}/save"), 409, "conflict")
+    Run.objects.filter(public_id=run_id).update(status=Run.Status.RUNNING)
     assert api.post(f"/runs/{run_id}/save").status_code == 200
     assert api.post(f"/runs/{run_id}/save").status_code == 200  # idempotent
     assert Run.objects.get(public_id=run_id).events.filter(type="sign_in.save_requested").count() == 1
-    api.post(f"/runs/{run_id}/cancel")
+    Run.objects.filter(public_id=run_id).update(status=Run.Status.CANCELLED)  # ended
     error_of(api.post(f"/runs/{run_id}/save"), 409, "conflict")
 
 

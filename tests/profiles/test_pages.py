@@ -77,6 +77,7 @@ def test_sign_in_by_hand_from_the_page_opens_its_run_page_with_save(alice_client
     assert 'id="sign-in-save-form"' in html and "Save profile" in html
     assert alice_client.get(reverse("runs:list")).status_code == 200  # a run with no model and no requests
 
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)  # its worker opened the browser
     saved = alice_client.post(reverse("runs:sign_in_save", args=[run.public_id]))
     assert saved.status_code == 302
     run.refresh_from_db()
