@@ -27,6 +27,7 @@ telemetry.configure(telemetry.WEB_SERVICE)
 # platform package imports no app (agent_platform/ruff.toml).
 websocket_urlpatterns = import_string("runs.routing.websocket_urlpatterns")
 mcp_app = import_string("mcp_server.endpoint.application")
+upload_too_large = import_string("runs.files.upload_too_large")
 MCP_PATH = "/mcp"
 
 # Static files come from the app itself unless a front proxy serves them; screenshots are never public files:
@@ -51,18 +52,12 @@ def declared_length(scope: dict[str, Any]) -> int | None:
 
 
 async def refuse_too_large(send: Callable[[Mapping[str, Any]], Awaitable[None]]) -> None:
-    limit = settings.FILE_UPLOAD_MAX_BYTES
-    body = json.dumps(
-        {
-            "error": {
-                "type": "invalid_request",
-                "message": f"The file is larger than the limit of {limit} bytes.",
-                "detail": {"limit": limit},
-            }
-        }
-    ).encode()
+    error = upload_too_large()
+    body = json.dumps({"error": {"type": error.code, "message": error.message, "detail": error.detail}}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": 413, "headers": [*headers, (b"connection", b"close")]})
+    await send(
+        {"type": "http.response.start", "status": error.status, "headers": [*headers, (b"connection", b"close")]}
+    )
     await send({"type": "http.response.body", "body": body})
 
 

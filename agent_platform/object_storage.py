@@ -115,8 +115,9 @@ def storages_setting(bucket: Bucket | None, environ: Mapping[str, str] = os.envi
         "location": bucket.prefix,
         "endpoint_url": first_set(environ, ENDPOINT_VARIABLES),
         "region_name": first_set(environ, REGION_VARIABLES),
-        # As the filesystem does: a name already taken gets a suffix (a file is never silently replaced).
-        "file_overwrite": False,
+        # Every name written is new by construction (a screenshot's uuid, a file's id; a run's trace deletes the one
+        # it replaces), so no save asks whether the name is taken: that check would cost each screenshot a request.
+        "file_overwrite": True,
         # Objects get no ACL of their own: they are as private as the bucket (and nothing here asks for a public URL).
         "default_acl": None,
         "max_memory_size": READ_MEMORY_BYTES,

@@ -304,8 +304,9 @@ RUN_DOWNLOAD_MAX_BYTES = envint("RUN_DOWNLOAD_MAX_BYTES", 50 * 1024 * 1024, mini
 RUN_DOWNLOAD_MAX_FILES = envint("RUN_DOWNLOAD_MAX_FILES", 20, minimum=0)
 FILE_UPLOAD_MAX_BYTES = envint("FILE_UPLOAD_MAX_BYTES", 25 * 1024 * 1024, minimum=1)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
-# Where a worker keeps a run's files while it runs (its uploads, copied from storage; its downloads in flight),
-# one directory per run, removed when the run ends. Local to the worker's machine.
+# Where a worker keeps the files a run was given while it runs (copied from storage, for file_upload), one directory
+# per run, removed when the run ends; downloads in flight are in Playwright's own artifacts directory until they are
+# stored. Local to the worker's machine.
 RUN_FILES_DIR = Path(envstr("RUN_FILES_DIR", str(VAR_DIR / "run-files")))
 
 # The model. Without a key, `make run` starts the scripted demo model and points ANTHROPIC_BASE_URL at it.

@@ -97,7 +97,8 @@ def take_seqs(run: Run, count: int) -> int:
 
 def emit_many(run: Run, items: list[tuple[str, dict[str, Any], datetime]]) -> list[Event]:
     """Append several events, as (type, data, when it happened), with their seqs taken at once and one insert, in
-    the caller's transaction (or one of their own); push them, in order, once committed."""
+    the caller's transaction (or one of their own); push them, in order, once committed, and announce the lifecycle
+    ones as `emit` does."""
     if not items:
         return []
     secrets = getattr(run, "secrets", None)
@@ -114,6 +115,9 @@ def emit_many(run: Run, items: list[tuple[str, dict[str, Any], datetime]]) -> li
     def push_all() -> None:
         for event in events:
             push(run, event)
+        for event in events:
+            if event.type in LIFECYCLE_EVENT_TYPES:
+                announce(run, event)
 
     transaction.on_commit(push_all)
     return events

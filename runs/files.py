@@ -14,11 +14,14 @@ from typing import IO, Any
 from django.conf import settings
 from django.core.files.base import File
 from django.core.files.storage import default_storage
-from django.db import models
+from django.db import models, transaction
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 from django.http import FileResponse
 from django.utils import timezone
 
 from agent_platform import ids
+from agent_platform.artifacts import serve_stored_file
 from agent_platform.errors import InvalidRequest, PayloadTooLarge
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
@@ -75,9 +78,6 @@ class StoredFileQuerySet(models.QuerySet["StoredFile"]):
     def for_workspace(self, workspace: Workspace) -> StoredFileQuerySet:
         return self.filter(workspace=workspace)
 
-    def downloads(self) -> StoredFileQuerySet:
-        return self.filter(source=StoredFile.Source.DOWNLOAD)
-
 
 class StoredFile(models.Model):
     """A file of a workspace: downloaded by a run's browser (`run` set), or uploaded for runs to use (`run` null;
@@ -124,6 +124,14 @@ class StoredFile(models.Model):
         }
 
 
+@receiver(post_delete, sender=StoredFile, dispatch_uid="runs.files.delete_stored_bytes")
+def delete_stored_bytes(sender: type[StoredFile], instance: StoredFile, **_kwargs: Any) -> None:
+    """A file's row gone (with its run or workspace) takes its bytes with it, once that commits: a rolled-back delete
+    keeps both."""
+    path = instance.storage_path
+    transaction.on_commit(lambda: default_storage.delete(path))
+
+
 def storage_path(workspace_id: int, public_id: str) -> str:
     """Where a file's bytes are: by workspace and id, never by its (outside-chosen) name."""
     return f"files/{workspace_id}/{public_id}"
@@ -167,6 +175,11 @@ def store_file(
     return row
 
 
+def upload_too_large() -> PayloadTooLarge:
+    limit = settings.FILE_UPLOAD_MAX_BYTES
+    return PayloadTooLarge(f"The file is larger than the limit of {limit} bytes.", detail={"limit": limit})
+
+
 def upload_files(workspace: Workspace, uploads: Iterable[Any]) -> list[StoredFile]:
     """Store the launch form's uploaded files (Django UploadedFile objects), each within FILE_UPLOAD_MAX_BYTES."""
     uploads = list(uploads)
@@ -188,12 +201,16 @@ def open_file(row: StoredFile) -> IO[bytes]:
 
 def attachment(row: StoredFile) -> FileResponse:
     """The file's bytes as a download, never rendered by the browser: attachment with its sanitized name (RFC 6266
-    filename* for non-ASCII), nosniff, and a sandbox in case a browser renders it anyway."""
-    response = FileResponse(open_file(row), as_attachment=True, filename=row.name, content_type=row.content_type)
-    response["Content-Length"] = str(row.size)
+    filename* for non-ASCII), nosniff, and a sandbox in case a browser renders it anyway; 404 when its bytes are gone
+    from storage."""
+    response = serve_stored_file(
+        row.storage_path,
+        content_type=row.content_type,
+        missing="This file's bytes are no longer stored.",
+        download_name=row.name,
+    )
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    response["Cache-Control"] = "private, no-store"
     return response
 
 
@@ -217,14 +234,9 @@ def clean_file_ids(workspace: Workspace, file_ids: object) -> list[StoredFile]:
     return [found[value] for value in wanted]
 
 
-def downloaded_by(run: Run) -> list[StoredFile]:
-    return list(StoredFile.objects.filter(run=run).order_by("created_at", "id"))
-
-
 def files_of_run(run: Run) -> list[StoredFile]:
-    """What a run has: the files it was given, then what its browser downloaded."""
-    given = list(run.given_files.order_by("created_at", "id"))
-    return given + downloaded_by(run)
+    """What a run has: the files it was given, then what its browser downloaded (the model's order: oldest first)."""
+    return [*run.given_files.all(), *run.downloaded_files.all()]
 
 
 def describe(rows: Iterable[StoredFile]) -> str:

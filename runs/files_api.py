@@ -9,17 +9,13 @@ from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
-from agent_platform.errors import InvalidRequest, NotFound, PayloadTooLarge, UnsupportedMediaType
+from agent_platform.errors import InvalidRequest, NotFound, UnsupportedMediaType
 
 from .api import find
-from .files import StoredFile, attachment, files_of_run, store_file
+from .files import StoredFile, attachment, files_of_run, store_file, upload_too_large
 from .models import Run
 
 router = Router()
-
-# What a multipart body adds around one file (boundaries, part headers): a Content-Length past the file limit plus
-# this is refused before a byte of the body is read (agent_platform.asgi does the same in front of Django).
-MULTIPART_OVERHEAD_BYTES = 64 * 1024
 
 FILE_EXAMPLE = {
     "id": "file_3k9d0c2m7q8x1v5b6n4h2j0p",
@@ -46,14 +42,10 @@ class FileListOut(Schema):
     files: list[FileOut]
 
 
-def upload_too_large() -> PayloadTooLarge:
-    limit = settings.FILE_UPLOAD_MAX_BYTES
-    return PayloadTooLarge(f"The file is larger than the limit of {limit} bytes.", detail={"limit": limit})
-
-
 class LimitedUpload(FileUploadHandler):
-    """Counts a file part's bytes as they arrive and stops reading the body past FILE_UPLOAD_MAX_BYTES, so a body
-    without a Content-Length (chunked) is refused as early as one that declares its size."""
+    """Counts a file part's bytes and stops storing them past FILE_UPLOAD_MAX_BYTES: a body that declared no length
+    (chunked) is refused here. (agent_platform.asgi refuses one that declares too much before it is read; one that
+    declares none has been received by the server by now, and is only not kept.)"""
 
     def __init__(self, request: HttpRequest | None = None) -> None:
         super().__init__(request)
@@ -69,14 +61,6 @@ class LimitedUpload(FileUploadHandler):
 
     def file_complete(self, file_size: int) -> None:
         return None
-
-
-def declared_too_large(request: HttpRequest) -> bool:
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return False
-    return length > settings.FILE_UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES
 
 
 UPLOAD_OPENAPI = {
@@ -110,8 +94,6 @@ UPLOAD_OPENAPI = {
     openapi_extra=UPLOAD_OPENAPI,
 )
 def upload_file(request: ApiRequest) -> Status[dict[str, Any]]:
-    if declared_too_large(request):
-        raise upload_too_large()
     content_type = request.META.get("CONTENT_TYPE", "")
     if not content_type.lower().startswith("multipart/form-data"):
         raise UnsupportedMediaType(

@@ -32,7 +32,7 @@ def run_directory(run: Run) -> Path:
 def prepare_uploads(run: Run) -> tuple[Path | None, list[GivenFile]]:
     """Copy the run's given files from storage into its own upload directory; (None, []) when it was given none.
 
-    Each file keeps its sanitized name; two of the same name are told apart by their id."""
+    Each file keeps its sanitized name, in a directory named by its id (so two of the same name never meet)."""
     rows = list(run.given_files.order_by("created_at", "id"))
     if not rows:
         return None, []
@@ -40,11 +40,9 @@ def prepare_uploads(run: Run) -> tuple[Path | None, list[GivenFile]]:
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True, mode=0o700)
     given = []
-    used: set[str] = set()
     for row in rows:
-        name = row.name if row.name not in used else f"{row.public_id}-{row.name}"
-        used.add(name)
-        path = directory / name
+        (directory / row.public_id).mkdir(mode=0o700)
+        path = directory / row.public_id / row.name
         with open_file(row) as source, path.open("wb") as target:
             shutil.copyfileobj(source, target, COPY_CHUNK_BYTES)
         given.append(GivenFile(row, path))

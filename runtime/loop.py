@@ -20,7 +20,7 @@ from agent_platform import metrics, telemetry
 from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
-from runs import evaluation, events, human, lifecycle, spending
+from runs import evaluation, human, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, RunMessage
 from runs.proxies import ProxyGone, open_proxy, proxy_policy
@@ -422,8 +422,8 @@ class AgentLoop:
         if downloads is None:
             return
         for kept in downloads.take_kept():
-            events.emit(
-                self.run,
+            # with the turn's record, after the call that caused it (a lifecycle event: its webhook follows)
+            self.record.event(
                 "file.downloaded",
                 {"id": kept["id"], "name": kept["name"], "size": kept["size"], "sha256": kept["sha256"]},
             )

@@ -14,12 +14,13 @@ from typing import Any
 
 import anthropic
 import httpx2 as httpx
-from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 from django.urls import reverse
 from opentelemetry.trace import StatusCode
 
 from agent_platform import metrics, telemetry
+from agent_platform.checks import check_object_storage
 from agent_platform.llm import client
 from runs import lifecycle
 from runs.events import pusher
@@ -129,11 +130,22 @@ def reap_orphan_browsers(**_signal_kwargs: object) -> None:
         log.warning("could not clean up the browsers of earlier workers", exc_info=True)
 
 
+def refuse_unusable_storage(**_signal_kwargs: object) -> None:
+    """A worker writes screenshots, traces and downloads: one whose object storage cannot work (the start-up checks
+    a web process runs; a Celery worker runs none of Django's) does not start, rather than fail its first run."""
+    errors = [problem for problem in check_object_storage() if problem.is_serious()]
+    for problem in errors:
+        log.error("%s: %s (%s)", problem.id, problem.msg, problem.hint)
+    if errors:
+        raise SystemExit(f"The worker does not start: {errors[0].msg}")  # not an Exception: Celery's signal lets it pass
+
+
 def serve_metrics(**_signal_kwargs: object) -> None:
     """This process's metrics on WORKER_METRICS_PORT (agent_platform.metrics), for a scraper on any machine."""
     metrics.start_worker_endpoint()
 
 
+worker_init.connect(refuse_unusable_storage, weak=False)
 # The dead workers' browsers go before this worker launches its own.
 worker_ready.connect(reap_orphan_browsers, weak=False)
 worker_ready.connect(serve_metrics, weak=False)

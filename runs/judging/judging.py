@@ -17,7 +17,7 @@ from agent_platform.lib.text import IMAGE_PLACEHOLDER, content_text, json_text
 from agent_platform.llm import ModelUnavailable, model_profile
 from runs import spending
 from runs.events import emit
-from runs.files import describe, downloaded_by
+from runs.files import describe
 from runs.models import Event, Run
 from runs.screenshots import read_screenshot
 from runs.usage import create_message
@@ -250,12 +250,12 @@ def judge_request(run: Run, judge_context: list[str], model: str) -> dict[str, A
         f"# Task\n{run.task}" + (f"\nStart URL: {run.start_url}" if run.start_url else ""),
         f"# The agent's verdict\n{verdict_text(latest_verdict(run))}",
         f"# Steps the run took\n{trajectory(run)}",
-        f"# The final page as the agent last saw it\n{final_view_text(view)}",
     ]
-    downloaded = downloaded_by(run)
+    downloaded = list(run.downloaded_files.all())
     if downloaded:
         # a deliverable may be a file ("download the invoice"): the judge knows what arrived, by name, size and type
-        sections.insert(4, f"# Files the run downloaded\n{describe(downloaded)}")
+        sections.append(f"# Files the run downloaded\n{describe(downloaded)}")
+    sections.append(f"# The final page as the agent last saw it\n{final_view_text(view)}")
     image = viewport_image_block(view) if supports_vision(model) else None
     extra = [] if image is None else [{"type": "text", "text": "The final viewport as the agent last saw it:"}, image]
     return verdict_params(

@@ -85,8 +85,7 @@ class RunDownloads:
         task.add_done_callback(self._in_flight.discard)
 
     def _refuse(self, download: Download, download_id: str, why: str) -> None:
-        self._changes.append({"type": "download_failed", "download_id": download_id, "url": download.url, "error": why})
-        self._notes.append(why)
+        self._failed(download, download_id, why)
         task = asyncio.ensure_future(discard(download))
         self._in_flight.add(task)
         task.add_done_callback(self._in_flight.discard)
@@ -140,6 +139,8 @@ class RunDownloads:
         return f"The download of {name!r} was refused: it is larger than this run's limit of {self.max_bytes} bytes."
 
     def _failed(self, download: Download, download_id: str, why: str) -> None:
+        """The SDK's state change for the browser, and a note the agent reads (the result shows notes, not this
+        change's error)."""
         self._changes.append({"type": "download_failed", "download_id": download_id, "url": download.url, "error": why})
         self._notes.append(why)
 

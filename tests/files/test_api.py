@@ -3,6 +3,7 @@
 import hashlib
 
 import pytest
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
@@ -82,6 +83,23 @@ def test_content_is_an_attachment_with_a_safe_name_and_nosniff(acme_key, api):
     assert "filename*=utf-8''r%C3%A9sum%C3%A9.html" in disposition
     assert response["X-Content-Type-Options"] == "nosniff"
     assert "sandbox" in response["Content-Security-Policy"]
+
+
+def test_a_file_whose_bytes_are_gone_is_404_and_a_deleted_row_takes_its_bytes(
+    acme_key, api, django_capture_on_commit_callbacks
+):
+    file_id = upload(acme_key, "a.txt", b"abc").json()["id"]
+    row = StoredFile.objects.get(public_id=file_id)
+    assert default_storage.exists(row.storage_path)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        row.delete()  # as a run's or a workspace's deletion cascades to it
+
+    assert not default_storage.exists(row.storage_path)
+    recreated = upload(acme_key, "b.txt", b"abc").json()["id"]
+    default_storage.delete(StoredFile.objects.get(public_id=recreated).storage_path)
+    missing = api.get(f"/files/{recreated}/content")
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found"
 
 
 def test_another_workspaces_file_is_404(acme_key, umbrella_api):

@@ -90,5 +90,6 @@ def test_an_uploaded_file_is_set_on_a_file_input_and_the_page_receives_its_bytes
     # the file policy keeps the agent inside the run's own directory
     refused = messages_stub.requests[5]["messages"][-1]["content"][0]
     assert refused["is_error"] is True
+    assert "outside the configured upload roots" in str(refused["content"]), "refused by the file policy"
     # the run's directory on the worker is gone once it ended
     assert not (files_worker.run_files / run.public_id).exists()

@@ -175,3 +175,17 @@ def test_every_thread_gets_its_own_s3_resource_from_the_one_session_of_the_proce
     assert len(seen) == 3 and len({id(session) for session in sessions}) == 1
     assert len({id(resource) for resource in resources}) == 3
     assert resources[0].meta.client.meta.endpoint_url == "http://127.0.0.1:9"
+
+
+@pytest.mark.worker
+def test_a_worker_whose_bucket_has_no_credentials_does_not_start(on_a_bucket, tmp_path):
+    """Celery runs none of Django's checks: the worker runs the storage check itself, before it takes a run."""
+    env = dict(os.environ, STORAGE_URL="s3://artifacts/p", DJANGO_SETTINGS_MODULE="agent_platform.settings")
+    started = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", f"nothing-{tmp_path.name}",
+         "--pool", "threads", "--without-mingle", "--without-gossip"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert started.returncode != 0
+    assert "The worker does not start" in started.stdout + started.stderr
+    assert "pilothouse.E008" in started.stdout + started.stderr
