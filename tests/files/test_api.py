@@ -9,6 +9,7 @@ from django.test import Client
 
 from runs.files import StoredFile
 from runs.models import Run
+from tests.support.clients import ApiClient
 from tests.support.factories import make_run
 
 pytestmark = pytest.mark.django_db
@@ -20,12 +21,7 @@ def media(settings, tmp_path):
 
 
 def upload(key: str, name: str, data: bytes, content_type: str = "application/octet-stream"):
-    client = Client()
-    return client.post(
-        "/api/v1/files",
-        {"file": SimpleUploadedFile(name, data, content_type=content_type)},
-        headers={"Authorization": f"Bearer {key}"},
-    )
+    return ApiClient(key).post_file("/files", name, data, content_type)
 
 
 def test_an_upload_is_stored_and_answered_with_its_sha256(acme_key, acme):

@@ -1,5 +1,5 @@
 """Artifacts in object storage: with STORAGE_URL=s3://… a real worker keeps a run's screenshots (the live view's
-images, the final view) and its trace in a real S3 server's bucket, and a web process whose own MEDIA_ROOT is empty
+images, the final view), its trace and its files in a real S3 server's bucket, and a web process whose own MEDIA_ROOT is empty
 serves them through the same workspace-checked views; another workspace gets 404."""
 
 import io
@@ -53,11 +53,31 @@ def files_under(folder) -> list:
 @pytest.mark.browser
 @pytest.mark.usefixtures("transactional_db")
 def test_a_runs_screenshots_and_trace_live_in_the_bucket_and_are_served_from_it(
-    acme, alice_client, charlie_client, site, messages_stub, s3_server, bucket_worker, web_on_the_bucket
+    acme,
+    api,
+    umbrella_api,
+    alice_client,
+    charlie_client,
+    site,
+    messages_stub,
+    s3_server,
+    bucket_worker,
+    web_on_the_bucket,
 ):
+    # A file uploaded to the web lands in the bucket; the worker the run is given it on reads it from there.
+    uploaded = api.post_file("/files", "order.csv", b"name,qty\nwidget,2\n")
+    assert uploaded.status_code == 201, uploaded.content
+    file_id = uploaded.json()["id"]
+    assert s3_server.keys(f"files/{acme.pk}/") == [f"files/{acme.pk}/{file_id}"]
     messages_stub.agent(browser("navigate", url=f"{site}/runtime_shop.html"), done(True, "Seen."))
-    run = finished(enqueue(make_run(acme, task="Open the shop.", start_url=f"{site}/index.html"), queue=STORAGE_QUEUE))
+    run = make_run(acme, task="Open the shop.", start_url=f"{site}/index.html")
+    run.given_files.set(acme.files.filter(public_id=file_id))
+    run = finished(enqueue(run, queue=STORAGE_QUEUE))
     assert run.status == Run.Status.SUCCEEDED, run.error_message
+    assert "order.csv (18 bytes" in str(messages_stub.requests[0]["messages"][0]["content"])
+    content = api.get(f"/files/{file_id}/content")
+    assert content.status_code == 200 and b"".join(content.streaming_content) == b"name,qty\nwidget,2\n"
+    assert umbrella_api.get(f"/files/{file_id}/content").status_code == 404
 
     # In the bucket, under the prefix: the live view's image of the action turn, the final view, the trace.
     shown = screenshots(events(run))

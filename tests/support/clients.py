@@ -3,6 +3,7 @@
 import json
 
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from agent_platform.models import Membership, Workspace
@@ -41,6 +42,11 @@ class ApiClient:
 
     def post(self, path: str, body=None, **kwargs):
         return self._call("post", path, body, **kwargs)
+
+    def post_file(self, path: str, name: str, data: bytes, content_type: str = "application/octet-stream"):
+        """A multipart upload, one part named `file` (POST /api/v1/files)."""
+        upload = SimpleUploadedFile(name, data, content_type=content_type)
+        return self.client.post(f"/api/v1{path}", {"file": upload}, headers=self.headers)
 
     def patch(self, path: str, body=None, **kwargs):
         return self._call("patch", path, body, **kwargs)
