@@ -1,6 +1,6 @@
 """Artifacts in object storage: with STORAGE_URL=s3://… a real worker keeps a run's screenshots (the live view's
-images, the final view), its trace and its files in a real S3 server's bucket, and a web process whose own MEDIA_ROOT is empty
-serves them through the same workspace-checked views; another workspace gets 404."""
+images, the final view), its trace and its files in a real S3 server's bucket, and a web process whose own
+MEDIA_ROOT is empty serves them through the same workspace-checked views; another workspace gets 404."""
 
 import io
 import zipfile
