@@ -3,7 +3,7 @@ launched once per slot, and a run's end accounted to its schedule."""
 
 import json
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
-from agent_platform.errors import ServiceError
+from agent_platform.errors import RateLimited, ServiceError, ServiceUnavailable
 from agent_platform.models import Workspace
 from runs.events import emit
 from runs.launch import launch_run
@@ -54,14 +54,7 @@ def sync_beat(schedule: Schedule) -> None:
         schedule.periodic_task = task
         Schedule.objects.filter(pk=schedule.pk).update(periodic_task=task)
         return
-    crontab = task.crontab
-    if crontab is None:
-        crontab = CrontabSchedule.objects.create(**crontab_fields)
-    else:
-        for field, value in crontab_fields.items():
-            setattr(crontab, field, value)
-        crontab.save()
-    task.crontab = crontab
+    CrontabSchedule.objects.filter(pk=task.crontab_id).update(**crontab_fields)  # the task's own: created above
     task.enabled = schedule.enabled
     task.description = schedule.name[:200]
     task.save()
@@ -135,14 +128,9 @@ def clean_enabled(enabled: object) -> bool:
     return enabled
 
 
-def pause(schedule: Schedule, reason: str = "Paused by an operator.") -> Schedule:
-    with transaction.atomic():
-        schedule = Schedule.objects.select_for_update().get(pk=schedule.pk)
-        schedule.enabled = False
-        schedule.paused_reason = reason
-        schedule.save(update_fields=["enabled", "paused_reason", "updated_at"])
-        sync_beat(schedule)
-    return schedule
+def pause(schedule: Schedule) -> Schedule:
+    """Disable; a schedule that paused itself keeps saying why."""
+    return update_schedule(schedule, {"enabled": False})
 
 
 def resume(schedule: Schedule) -> Schedule:
@@ -158,21 +146,23 @@ def delete_schedule(schedule: Schedule) -> None:
 # --- firing -----------------------------------------------------------------------------------------------------------
 
 
-def idempotency_key(schedule: Schedule, slot: datetime) -> str:
-    return f"schedule-{schedule.public_id}-{slot:%Y%m%dT%H%MZ}"
+# A firing's task may run a moment before the time beat meant (beat and the worker on different clocks): its slot is
+# the latest the cron names up to this much after the worker's now, so a firing is never taken for the one before.
+# Far less than a minute, the cron's finest step: a message that is merely late still fires its own slot.
+CLOCK_SKEW_GRACE = timedelta(seconds=5)
 
 
 def fire(schedule_id: str, now: datetime) -> Firing | None:
     """Launch the run of the schedule's slot at `now` (the latest time its cron names at or before now), once.
 
     The Firing row, unique on (schedule, slot), is written in the launch's transaction, so a second beat or a beat
-    restarted within the slot finds it and launches nothing; the launch's idempotency key, derived from the schedule
-    and the slot, is a second guard. Returns the new firing, or None when nothing was launched.
+    restarted within the slot finds it and launches nothing. Returns the new firing, or None when nothing was
+    launched.
     """
     schedule = Schedule.objects.filter(public_id=schedule_id).select_related("workspace", "created_by").first()
     if schedule is None or not schedule.enabled:
         return None  # deleted or paused after beat sent the message
-    slot = latest_slot(schedule.cron, schedule.timezone, now)
+    slot = latest_slot(schedule.cron, schedule.timezone, now + CLOCK_SKEW_GRACE)
     if slot is None or Firing.objects.filter(schedule=schedule, slot=slot).exists():
         return None
     with transaction.atomic():
@@ -185,19 +175,16 @@ def fire(schedule_id: str, now: datetime) -> Firing | None:
             return None
         try:
             with transaction.atomic():
-                launched = launch_run(
-                    schedule.workspace,
-                    **schedule.run,
-                    created_by=schedule.created_by,
-                    idempotency_key=idempotency_key(schedule, slot),
-                )
+                launched = launch_run(schedule.workspace, **schedule.run, created_by=schedule.created_by)
         except ServiceError as error:
-            # The launch refused (a model retired since, a cap lowered): the firing records why and counts as
-            # a failure, so a schedule that can no longer launch pauses itself like one whose runs fail.
+            # The launch refused: the firing records why. A refusal that lasts (a model retired since, a cap
+            # lowered) counts as a failure, so a schedule that can no longer launch pauses itself like one whose runs
+            # fail; a passing one (the Models API away, the workspace's queue full) does not.
             firing.error = error.message
             firing.outcome = Firing.Outcome.FAILED
             firing.save(update_fields=["error", "outcome"])
-            count_failure(schedule, f"its run could not be launched: {error.message}")
+            if not isinstance(error, ServiceUnavailable | RateLimited):
+                count_failure(schedule, f"its run could not be launched: {error.message}")
             return firing
         firing.run = launched.run
         firing.save(update_fields=["run"])

@@ -1,26 +1,29 @@
 """A schedule's fields checked at create and change time: the cron line and time zone, and the run's launch fields by
 the launch's own validators, without launching (a dry validation; the launch checks them again at every firing)."""
 
-import inspect
 from typing import Any
 
 from agent_platform.errors import InvalidRequest
 from agent_platform.models import Workspace
 from runs import launch
+from runs.files import clean_file_ids
 from runs.judging.services import clean_judge_context
 
 from .cron import CronError, parse, zone
 
 NAME_MAX_CHARS = 200
-# launch_run's arguments a schedule does not take: each firing starts its own session, the idempotency key is the
-# firing's own, and secrets would have to be kept in clear between firings (not offered: docs/schedules.md).
-NOT_SCHEDULABLE = frozenset({"workspace", "session_id", "secrets", "created_by", "idempotency_key"})
-
-
-def launch_fields() -> frozenset[str]:
-    """The launch fields a schedule's run may hold: launch_run's keyword arguments, so a field the launch gains is
-    accepted here too (and checked at firing time by the launch itself)."""
-    return frozenset(inspect.signature(launch.launch_run).parameters) - NOT_SCHEDULABLE
+# The launch fields a schedule's run may hold, decided one by one (a field the launch gains is not schedulable until
+# it is added here and checked below).
+SCHEDULABLE = frozenset(
+    {
+        "task", "start_url", "model", "effort", "thinking", "max_turns", "output_schema", "judge", "judge_context",
+        "outcome", "allowed_domains", "metadata", "allow_javascript", "max_cost_usd", "file_ids", "proxy_id",
+        "profile_id", "save_profile",
+    }
+)  # fmt: skip
+# Launch fields a schedule does not take: each firing starts its own session, and secrets would have to be kept in
+# clear between firings (not offered: docs/schedules.md).
+NOT_SCHEDULABLE = frozenset({"session_id", "secrets", "idempotency_key"})
 
 
 def clean_name(name: object) -> str:
@@ -56,7 +59,7 @@ def clean_run(workspace: Workspace, run: object) -> dict[str, Any]:
     """The launch fields, each checked as launch_run checks it; errors name the field as run.<field>."""
     if not isinstance(run, dict):
         raise InvalidRequest.of_field("run", "must be an object of launch fields (task, start_url, model...)")
-    allowed = launch_fields()
+    allowed = SCHEDULABLE
     for key in run:
         if key not in allowed:
             why = "is not taken by a schedule" if key in NOT_SCHEDULABLE else "is not a launch field"
@@ -75,6 +78,10 @@ def clean_run(workspace: Workspace, run: object) -> dict[str, Any]:
                 raise launch.invalid(flag, "must be true or false")
         launch.clean_output_schema(run.get("output_schema"))
         launch.clean_outcome(run.get("outcome"))
+        clean_file_ids(workspace, run.get("file_ids"))
+        launch.clean_proxy_id(workspace, run.get("proxy_id"))
+        launch.profile_for_launch(workspace, run.get("profile_id"), session_id=None)
+        launch.clean_save_profile(run.get("save_profile"))
         profile = launch.model_profile(model)  # last, as the launch does: a plain mistake never asks the Models API
         launch.clean_effort(run.get("effort"), profile)
         launch.clean_thinking(run.get("thinking"), profile)

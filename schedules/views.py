@@ -6,7 +6,6 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from agent_platform.access import OperatorRequest, current_workspace
@@ -28,7 +27,7 @@ def page(
     values: QueryDict | None = None,
 ) -> HttpResponse:
     schedules = [schedule_out(s) for s in Schedule.objects.for_workspace(workspace)[:SCHEDULES_SHOWN]]
-    context = {"workspace": workspace, "schedules": schedules, "error": error, "values": values, "now": timezone.now()}
+    context = {"workspace": workspace, "schedules": schedules, "error": error, "values": values}
     return render(request, "schedules/list.html", context, status=error.status if error else 200)
 
 

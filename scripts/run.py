@@ -237,8 +237,7 @@ def main() -> int:
         supervisor.start(
             "worker",
             [PYTHON, "-m", "celery", "-A", "agent_platform", "worker", "--beat", "-Q", "runs,judge,default",
-             "--pool", "threads", "--concurrency", env.get("WORKER_CONCURRENCY", "4"), "--loglevel", "INFO",
-             "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler"],
+             "--pool", "threads", "--concurrency", env.get("WORKER_CONCURRENCY", "4"), "--loglevel", "INFO"],
             env,
         )  # fmt: skip
         web = supervisor.start(

@@ -24,7 +24,7 @@ class Beat:
         self.log = open(log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "agent_platform", "beat", "--loglevel", "INFO",
-             "--scheduler", "django_celery_beat.schedulers:DatabaseScheduler", "--max-interval", "1"],
+             "--max-interval", "1"],
             cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
