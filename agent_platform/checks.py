@@ -81,22 +81,10 @@ def check_browser_allowed_private_hosts(
     app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """Each allow-list entry parses (the network guard refuses a list it cannot read); the demo site stays reachable."""
-    problems: list[CheckMessage] = []
-    allowances = []
-    for entry in settings.BROWSER_ALLOWED_PRIVATE_HOSTS:
-        try:
-            allowances.append(parse_allowance(entry))
-        except ValueError as error:
-            problems.append(
-                Error(
-                    f"BROWSER_ALLOWED_PRIVATE_HOSTS: {error}.",
-                    hint="Entries are comma-separated: host, host:port, [ipv6]:port, an address range (10.1.0.0/16) "
-                    "or range:port.",
-                    id="pilothouse.E006",
-                )
-            )
+    problems = allowance_errors("BROWSER_ALLOWED_PRIVATE_HOSTS", "pilothouse.E006")
     if problems:
         return problems
+    allowances = [parse_allowance(entry) for entry in settings.BROWSER_ALLOWED_PRIVATE_HOSTS]
     demo = settings.DEMO_BASE_URL
     host = (urlsplit(demo).hostname or "").rstrip(".").lower()
     try:
@@ -117,25 +105,30 @@ def check_browser_allowed_private_hosts(
     return problems
 
 
-@register(Tags.security)
-def check_proxy_allowed_private_hosts(
-    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
-) -> list[CheckMessage]:
-    """Each entry of the proxies' allow-list parses: a list that cannot be read would refuse every workspace proxy."""
+def allowance_errors(setting: str, check_id: str) -> list[CheckMessage]:
+    """An error for each entry of an allow-list setting (the browser's, the proxies') that does not parse."""
     problems: list[CheckMessage] = []
-    for entry in settings.PROXY_ALLOWED_PRIVATE_HOSTS:
+    for entry in getattr(settings, setting):
         try:
             parse_allowance(entry)
         except ValueError as error:
             problems.append(
                 Error(
-                    f"PROXY_ALLOWED_PRIVATE_HOSTS: {error}.",
+                    f"{setting}: {error}.",
                     hint="Entries are comma-separated: host, host:port, [ipv6]:port, an address range (10.1.0.0/16) "
                     "or range:port.",
-                    id="pilothouse.E020",
+                    id=check_id,
                 )
             )
     return problems
+
+
+@register(Tags.security)
+def check_proxy_allowed_private_hosts(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Each entry of the proxies' allow-list parses: a list that cannot be read would refuse every workspace proxy."""
+    return allowance_errors("PROXY_ALLOWED_PRIVATE_HOSTS", "pilothouse.E020")
 
 
 @register(Tags.compatibility)

@@ -11,9 +11,9 @@ import re
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -344,3 +344,17 @@ class NetworkPolicy:
 def resolve_host(host: str) -> list[str]:
     """Every address `host` resolves to (blocking: call it in a thread)."""
     return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)})
+
+
+Decided = TypeVar("Decided")
+
+
+def decide_now(check: Coroutine[Any, Any, Decided]) -> Decided:
+    """A policy check's answer from synchronous code (an API view, a settings form): on this thread, or on a thread
+    of its own when an event loop already runs here (nested loops are not allowed)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(check)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, check).result()

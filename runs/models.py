@@ -20,6 +20,11 @@ from .profiles.models import Profile
 UUID_ID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
+def proxy_address(scheme: str, host: str, port: int) -> str:
+    """scheme://host:port: how events, pages and errors name a proxy (never with its credentials)."""
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
 class ProxyQuerySet(models.QuerySet["Proxy"]):
     def for_workspace(self, workspace: Workspace) -> "ProxyQuerySet":
         return self.filter(workspace=workspace)
@@ -64,9 +69,7 @@ class Proxy(models.Model):
 
     @property
     def address(self) -> str:
-        """scheme://host:port, the way events and pages name the proxy (never with credentials)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}"
+        return proxy_address(self.scheme, self.host, self.port)
 
 
 class SessionQuerySet(models.QuerySet["Session"]):

@@ -4,8 +4,6 @@ back without its credentials, chosen at launch, and opened by the worker whose e
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import ipaddress
 import re
 from dataclasses import dataclass, field
@@ -19,9 +17,10 @@ from django.utils import timezone
 
 from agent_platform.errors import InvalidRequest
 from agent_platform.models import Workspace
-from agent_platform.netpolicy import NetworkPolicy
+from agent_platform.names import clean_name
+from agent_platform.netpolicy import NetworkPolicy, decide_now
 
-from .models import Proxy
+from .models import Proxy, proxy_address
 from .secret_box import seal, unseal
 
 URL_MAX_CHARS = 2000
@@ -53,9 +52,7 @@ class UpstreamProxy:
 
     @property
     def address(self) -> str:
-        """scheme://host:port: how events, pages and errors name the proxy (never with its credentials)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}"
+        return proxy_address(self.scheme, self.host, self.port)
 
 
 def bad_url(message: str) -> InvalidRequest:
@@ -120,29 +117,12 @@ def proxy_policy() -> NetworkPolicy:
 
 def proxy_address_refusal(upstream: UpstreamProxy) -> str | None:
     """Why the worker may not connect to this proxy, or None (resolving its name now)."""
-    check = proxy_policy().destination(upstream.host, upstream.port)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(check).refusal
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # called from async code: no nested loops
-        return pool.submit(asyncio.run, check).result().refusal
-
-
-def clean_name(name: object) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidRequest.of_field("name", "is required")
-    name = name.strip()
-    if len(name) > NAME_MAX_CHARS:
-        raise InvalidRequest.of_field("name", f"is {len(name)} characters; the limit is {NAME_MAX_CHARS}")
-    if re.search(r"[\x00-\x1f\x7f]", name):
-        raise InvalidRequest.of_field("name", "must not contain control characters")
-    return name
+    return decide_now(proxy_policy().destination(upstream.host, upstream.port)).refusal
 
 
 def create_proxy(workspace: Workspace, *, name: object, url: object, created_by: User | None = None) -> Proxy:
     """Add a proxy to the workspace; its URL is sealed before it is stored."""
-    name = clean_name(name)
+    name = clean_name(name, NAME_MAX_CHARS)
     upstream = parse_proxy_url(url)
     refusal = proxy_address_refusal(upstream)
     if refusal is not None:

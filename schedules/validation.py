@@ -3,6 +3,7 @@ the launch's own validators, without launching (a dry validation; the launch che
 
 from typing import Any
 
+from agent_platform import names
 from agent_platform.errors import InvalidRequest
 from agent_platform.models import Workspace
 from runs import launch
@@ -27,11 +28,7 @@ NOT_SCHEDULABLE = frozenset({"session_id", "secrets", "idempotency_key"})
 
 
 def clean_name(name: object) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidRequest.of_field("name", "is required")
-    if len(name.strip()) > NAME_MAX_CHARS:
-        raise InvalidRequest.of_field("name", f"is longer than {NAME_MAX_CHARS} characters")
-    return name.strip()
+    return names.clean_name(name, NAME_MAX_CHARS)
 
 
 def clean_cron(cron: object) -> str:

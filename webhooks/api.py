@@ -10,19 +10,9 @@ from agent_platform.api import ERROR_RESPONSES, ApiRequest
 from agent_platform.errors import NotFound
 
 from . import services
-from .models import Delivery, Endpoint
+from .models import Delivery, Endpoint, EventType
 
 router = Router(tags=["webhooks"])
-
-EventName = Literal[
-    "run.finished",
-    "run.judged",
-    "run.input_requested",
-    "batch.finished",
-    "file.downloaded",
-    "schedule.data_changed",
-    "schedule.run_failed",
-]
 
 
 class EndpointIn(Schema):
@@ -31,10 +21,7 @@ class EndpointIn(Schema):
     url: StrictStr = Field(
         description="A public http(s) URL (private addresses only where the browser may reach them)."
     )
-    events: list[EventName] = Field(
-        description="The events to send: run.finished, run.judged, run.input_requested, batch.finished, "
-        "file.downloaded, schedule.data_changed, schedule.run_failed."
-    )
+    events: list[EventType] = Field(description="The events to send: " + ", ".join(EventType.values) + ".")
 
 
 class EndpointOut(Schema):

@@ -1,12 +1,10 @@
 """Which webhook addresses may be called: the browser's egress policy (public addresses, or the allowed private hosts)."""
 
-import asyncio
-import concurrent.futures
 from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from agent_platform.netpolicy import NetworkPolicy, host_of, port_of
+from agent_platform.netpolicy import NetworkPolicy, decide_now, host_of, port_of
 
 
 def address_refusal(url: str) -> str | None:
@@ -37,11 +35,4 @@ def allowing_hint(url: str) -> str | None:
 
 
 def _refusal_under(url: str, allowed_private_hosts: list[str]) -> str | None:
-    policy = NetworkPolicy(allowed_private_hosts=allowed_private_hosts)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(policy.url_refusal(url))
-    # Called from async code: decide on a thread of its own rather than nest event loops.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, policy.url_refusal(url)).result()
+    return decide_now(NetworkPolicy(allowed_private_hosts=allowed_private_hosts).url_refusal(url))

@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from agent_platform.errors import Conflict, InvalidRequest
 from agent_platform.models import Workspace
+from agent_platform.names import clean_name
 from runs import lifecycle, queueing
 from runs.events import emit
 from runs.human import wake
@@ -15,26 +16,13 @@ from runs.models import Run, Session
 from .models import NAME_MAX_CHARS, Profile
 
 
-def clean_name(name: object) -> str:
-    if not isinstance(name, str):
-        raise InvalidRequest.of_field("name", "must be a string")
-    name = name.strip()
-    if not name:
-        raise InvalidRequest.of_field("name", "is required and must not be empty")
-    if len(name) > NAME_MAX_CHARS:
-        raise InvalidRequest.of_field("name", f"is {len(name)} characters; the limit is {NAME_MAX_CHARS}")
-    if any(ord(ch) < 32 for ch in name):
-        raise InvalidRequest.of_field("name", "must not contain control characters")
-    return name
-
-
 def create_profile(workspace: Workspace, name: object) -> Profile:
     """An empty profile: its first run (or sign-in by hand) gives it a state."""
-    return Profile.objects.create(workspace=workspace, name=clean_name(name))
+    return Profile.objects.create(workspace=workspace, name=clean_name(name, NAME_MAX_CHARS))
 
 
 def rename_profile(profile: Profile, name: object) -> Profile:
-    profile.name = clean_name(name)
+    profile.name = clean_name(name, NAME_MAX_CHARS)
     profile.updated_at = timezone.now()
     profile.save(update_fields=["name", "updated_at"])
     return profile
