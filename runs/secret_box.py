@@ -26,31 +26,8 @@ def generate_key() -> str:
     return Fernet.generate_key().decode()
 
 
-def seal(secrets: dict[str, str]) -> dict[str, str]:
-    """What `Run.secrets` stores: `{"sealed": token}`, or {} for a run without secrets."""
-    if not secrets:
-        return {}
-    return {SEALED: keys().encrypt(json.dumps(secrets).encode()).decode()}
-
-
-def unseal(stored: dict[str, Any] | None) -> dict[str, str]:
-    """The secrets a stored value holds. Only the worker calls this, for the run it executes."""
-    if not stored:
-        return {}
-    if set(stored) != {SEALED}:
-        return dict(stored)  # launched before secrets were sealed
-    try:
-        secrets: dict[str, str] = json.loads(keys().decrypt(stored[SEALED].encode()))
-        return secrets
-    except InvalidToken:
-        raise SecretsUnavailable(
-            "The run's secrets cannot be decrypted with this worker's SECRETS_KEY: the key that sealed them is not "
-            "among its keys (keep an old key after the new one while rotating; give every process the same keys)."
-        ) from None
-
-
 def seal_value(value: Any) -> str:
-    """A JSON value (a browser's storage state, say) sealed under the first SECRETS_KEY: an opaque Fernet token."""
+    """A JSON value sealed under the first SECRETS_KEY: an opaque Fernet token."""
     return keys().encrypt(json.dumps(value, separators=(",", ":")).encode()).decode()
 
 
@@ -60,23 +37,26 @@ def unseal_value(token: str) -> Any:
         return json.loads(keys().decrypt(token.encode()))
     except InvalidToken:
         raise SecretsUnavailable(
-            "A sealed browser state cannot be decrypted with this process's SECRETS_KEY: the key that sealed it is "
-            "not among its keys (keep an old key after the new one while rotating)."
+            "A value sealed at rest (a run's secrets, a browser state, a proxy's URL) cannot be decrypted with this "
+            "process's SECRETS_KEY: the key that sealed it is not among its keys (keep an old key after the new one "
+            "while rotating; give every process the same keys)."
         ) from None
 
 
-def seal_state(state: dict[str, Any] | None) -> dict[str, str] | None:
-    """What a JSON column holding a browser state stores: `{"sealed": token}` (cookies are credentials), or None."""
-    if not state:
-        return None
-    return {SEALED: seal_value(state)}
+def seal(value: dict[str, Any]) -> dict[str, str]:
+    """What a JSON column holding something secret stores (a run's secrets, a session's browser state, a proxy's URL):
+    `{"sealed": token}`, or {} for nothing."""
+    if not value:
+        return {}
+    return {SEALED: seal_value(value)}
 
 
-def unseal_state(stored: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The browser state a `seal_state` value holds; a state stored before sealing is returned as it is."""
+def unseal(stored: dict[str, Any] | None) -> dict[str, Any]:
+    """What a sealed column holds; {} for nothing. A value stored before it was sealed is returned as it is. Only a
+    worker calls this, for the run it executes."""
     if not stored:
-        return None
+        return {}
     if set(stored) != {SEALED}:
         return dict(stored)
-    state: dict[str, Any] = unseal_value(stored[SEALED])
-    return state
+    opened: dict[str, Any] = unseal_value(stored[SEALED])
+    return opened

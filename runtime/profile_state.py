@@ -9,14 +9,14 @@ from django.utils import timezone
 
 from runs.models import Run, Session
 from runs.profiles.models import Profile
-from runs.secret_box import seal_state, unseal_state
+from runs.secret_box import seal, unseal
 
 
 def starting_state(run: Run) -> dict[str, Any] | None:
     """A follow-up continues its session's browser; a session's first run starts from its profile as the profile is
     now (a concurrent run's later write does not reach it). Marks the profile used. SecretsUnavailable when the
     state cannot be opened."""
-    session_state = unseal_state(run.session.browser_state)
+    session_state = unseal(run.session.browser_state)
     if session_state:
         return session_state
     if run.profile_id is None:
@@ -30,7 +30,7 @@ def starting_state(run: Run) -> dict[str, Any] | None:
 
 def keep_session_state(run: Run, state: dict[str, Any]) -> None:
     """The session's browser for its follow-ups, sealed like a profile's (cookies are credentials)."""
-    Session.objects.filter(pk=run.session_id).update(browser_state=seal_state(state))
+    Session.objects.filter(pk=run.session_id).update(browser_state=seal(state))
 
 
 def write_profile(run: Run, state: dict[str, Any]) -> Profile | None:

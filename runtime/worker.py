@@ -137,7 +137,9 @@ def refuse_unusable_storage(**_signal_kwargs: object) -> None:
     for problem in errors:
         log.error("%s: %s (%s)", problem.id, problem.msg, problem.hint)
     if errors:
-        raise SystemExit(f"The worker does not start: {errors[0].msg}")  # not an Exception: Celery's signal lets it pass
+        raise SystemExit(
+            f"The worker does not start: {errors[0].msg}"
+        )  # not an Exception: Celery's signal lets it pass
 
 
 def serve_metrics(**_signal_kwargs: object) -> None:

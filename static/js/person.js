@@ -36,9 +36,22 @@
       .then(function (html) {
         var card = document.getElementById("person");
         if (html === null || !card) return;
+        // What someone is typing (an answer, a note, a message) survives the card's new rendering.
+        var typed = {};
+        card.querySelectorAll("textarea[id], input[id]:not([type=hidden])").forEach(function (field) {
+          if (field.value) typed[field.id] = field.value;
+        });
+        var focused = document.activeElement && card.contains(document.activeElement) ? document.activeElement.id : "";
         var holder = document.createElement("div");
         holder.innerHTML = html.trim();
-        if (holder.firstElementChild) card.replaceWith(holder.firstElementChild);
+        if (!holder.firstElementChild) return;
+        card.replaceWith(holder.firstElementChild);
+        Object.keys(typed).forEach(function (id) {
+          var field = document.getElementById(id);
+          if (field && !field.value) field.value = typed[id];
+        });
+        var again = focused && document.getElementById(focused);
+        if (again) again.focus();
         interactive();
       });
   }

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from runs.models import Run
 from runs.profiles.models import Profile
-from runs.secret_box import unseal_state
+from runs.secret_box import unseal
 from runs.traces import trace_path
 from tests import messages_stub as stub_fixtures
 from tests.support import sign_in_site as site_fixtures
@@ -136,7 +136,7 @@ def test_the_profile_state_is_unreadable_in_a_database_dump(api, sign_in_site, m
     # The worker kept it: the state opens to the cookie the server set…
     cookies = {cookie["name"]: cookie["value"] for cookie in (profile.state() or {})["cookies"]}
     assert cookies[site_fixtures.COOKIE] == token
-    session_state = unseal_state(first.session.browser_state)
+    session_state = unseal(first.session.browser_state)
     assert session_state is not None and any(c["value"] == token for c in session_state["cookies"])
 
     # …and nothing stored shows it: not the JSON dump, not the raw tables, not the API, not the events.

@@ -9,7 +9,7 @@ import pytest
 from agent_platform.models import ModelRequest
 from runs import lifecycle
 from runs.models import Run
-from runs.secret_box import unseal_state
+from runs.secret_box import unseal
 from scripted_api.wire import error_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import launching, workers
@@ -89,7 +89,7 @@ def test_a_follow_up_run_starts_with_the_sessions_cookies_and_storage(acme, site
     first = finished(launch(acme, session=session, start_url=f"{site}/state.html?set"))
     assert first.status == Run.Status.SUCCEEDED
     session.refresh_from_db()
-    state = unseal_state(session.browser_state)  # sealed at rest, like a profile's
+    state = unseal(session.browser_state)  # sealed at rest, like a profile's
     assert state is not None and any(cookie["name"] == "session_token" for cookie in state["cookies"])
 
     messages_stub.agent(browser("get_page_text"), done(True, "Still signed in."))
