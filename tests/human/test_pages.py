@@ -29,6 +29,14 @@ def test_the_run_page_shows_the_question_escaped_with_an_answer_box_and_the_list
     assert "waiting for a person" in row
 
 
+def test_the_runs_list_marks_a_paused_run_and_forgets_it_once_handed_back(alice_client, running):
+    assert "waiting for a person" not in alice_client.get("/").content.decode()
+    Run.objects.filter(pk=running.pk).update(paused_at=timezone.now())
+    assert "A person has control" in alice_client.get("/").content.decode()
+    Run.objects.filter(pk=running.pk).update(paused_at=None)
+    assert "waiting for a person" not in alice_client.get("/").content.decode()
+
+
 def test_a_member_answers_takes_control_hands_back_and_messages_from_the_page(alice_client, running):
     asked = RunInput.objects.create(run=running, question="Colour?")
 
