@@ -18,14 +18,13 @@ BATCH = 200
 
 
 @pytest.fixture
-def admitted(django_capture_on_commit_callbacks):
-    """Launch as the API does and admit, with no message sent: no worker of the session may claim these runs while
-    the test asks the fair pick about them."""
+def admitted(monkeypatch):
+    """Launch as the API does, admitted, with no message sent: no worker of the session may claim these runs while
+    the test asks the fair pick about them. (In a transactional test a launch's on-commit admission runs at once.)"""
+    monkeypatch.setattr(lifecycle, "enqueue", lambda run_pk: None)
 
     def launch(workspace, **fields) -> Run:
-        with django_capture_on_commit_callbacks(execute=False):
-            run = launch_run(workspace, **fields).run
-        queueing.admit(workspace.pk)
+        run = launch_run(workspace, **fields).run
         run.refresh_from_db()
         assert run.admitted_at is not None
         return run
@@ -60,23 +59,21 @@ def test_a_follow_up_behind_its_sessions_earlier_run_is_not_picked(acme, admitte
 
 
 def test_another_workspaces_run_starts_within_one_slot_of_a_200_run_batch(
-    request, acme, umbrella, messages_stub, tmp_path, django_capture_on_commit_callbacks
+    request, acme, umbrella, messages_stub, tmp_path, monkeypatch
 ):
     messages_stub.set_fallback(lambda request: done(True, "Nothing to do."))
     acme.max_concurrent_runs = BATCH  # every run of the batch admitted: its 200 messages are all in the queue
     acme.save()
+    # Launched as the API launches, each admitted run's message sent fair as lifecycle.enqueue sends it, to this
+    # test's one-thread worker instead of the shared queue.
+    monkeypatch.setattr(
+        lifecycle,
+        "enqueue",
+        lambda run_pk: tasks.execute_run.apply_async(args=[run_pk], kwargs={"fair": True}, queue=FAIR_QUEUE),
+    )
 
     def fair_messages(workspace, count: int) -> list[Run]:
-        """Launched as the API launches, each message sent fair as lifecycle.enqueue sends it, to this test's
-        one-thread worker instead of the shared queue."""
-        runs = []
-        for index in range(count):
-            with django_capture_on_commit_callbacks(execute=False):
-                run = launch_run(workspace, task=f"{workspace.name} task {index}").run
-            queueing.admit(workspace.pk)
-            tasks.execute_run.apply_async(args=[run.pk], kwargs={"fair": True}, queue=FAIR_QUEUE)
-            runs.append(run)
-        return runs
+        return [launch_run(workspace, task=f"{workspace.name} task {index}").run for index in range(count)]
 
     batch = fair_messages(acme, BATCH)
     (single,) = fair_messages(umbrella, 1)
