@@ -146,6 +146,9 @@ class ModelRequestAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic 
     def has_change_permission(self, request: HttpRequest, obj: ModelRequest | None = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: ModelRequest | None = None) -> bool:
+        return False  # what was paid stays billed (and the daily rollup, UsageDay, exact)
+
     @admin.display(description="run", ordering="run__public_id")
     def run_link(self, obj: ModelRequest) -> str:
         if obj.run is None:

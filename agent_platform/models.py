@@ -3,14 +3,15 @@
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser, User
-from django.db import models
+from django.db import connection, models, transaction
 from django.db.models import F, Q
 from django.db.models.functions import TruncDay
 from django.utils import timezone
@@ -199,6 +200,13 @@ class Price(models.Model):
 
 
 class ModelRequestQuerySet(models.QuerySet["ModelRequest"]):
+    def bulk_create(self, objs: Iterable["ModelRequest"], *args: Any, **kwargs: Any) -> list["ModelRequest"]:
+        """As save does, each new request is added to its day's rollup (UsageDay) in the same transaction."""
+        with transaction.atomic(using=self.db):
+            created = super().bulk_create(objs, *args, **kwargs)
+            UsageDay.add(created)
+        return created
+
     def for_workspace(self, workspace: Workspace) -> "ModelRequestQuerySet":
         return self.filter(workspace=workspace)
 
@@ -220,7 +228,8 @@ class ModelRequest(models.Model):
         COMPACTION = "compaction"
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="model_requests")
-    run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.CASCADE, related_name="model_requests")
+    # Deleting a run keeps what its requests cost: the bill was paid, and the daily rollup (UsageDay) stays exact.
+    run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="model_requests")
     source = models.CharField(max_length=12, choices=Source.choices)
     model = models.CharField(max_length=100)
     speed = models.CharField(max_length=10, choices=Speed.choices, default=Speed.STANDARD)
@@ -252,6 +261,110 @@ class ModelRequest(models.Model):
     def __str__(self) -> str:
         return f"{self.source} {self.model} {self.created_at:%Y-%m-%d %H:%M}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """A new request is added to its day's rollup in the same transaction; a request is never changed after."""
+        adding = self._state.adding
+        with transaction.atomic():
+            super().save(*args, **kwargs)
+            if adding:
+                UsageDay.add([self])
+
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+
+class UsageDay(models.Model):
+    """The model requests of one workspace's day (in TIME_ZONE) for one model, source, speed and kind, summed: what
+    the admin's billing view reads, so it never scans every request. Kept exact by construction: a request is added
+    in the transaction that stores it (ModelRequest.save), and requests are never changed or deleted one by one (a
+    deleted run leaves them; a deleted workspace takes both). `manage.py rebuild_usage_days` writes it again from the
+    requests (after TIME_ZONE changes, or rows written with bulk_create)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    model = models.CharField(max_length=100)
+    source = models.CharField(max_length=12, choices=ModelRequest.Source.choices)
+    speed = models.CharField(max_length=10, choices=Speed.choices, default=Speed.STANDARD)
+    scripted = models.BooleanField(default=False)
+    request_count = models.PositiveBigIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_input_tokens = models.PositiveBigIntegerField(default=0)
+    cache_creation_input_tokens = models.PositiveBigIntegerField(default=0)
+    # Integer units of 10^-8 dollars (ModelRequest's stored precision): sums exact on PostgreSQL and SQLite alike.
+    cost_usd_units = models.BigIntegerField(default=0)
+    unpriced_count = models.PositiveBigIntegerField(default=0)
+
+    KEYS = ("workspace_id", "day", "model", "source", "speed", "scripted")
+    SUMS = (
+        "request_count",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "cost_usd_units",
+        "unpriced_count",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "day", "model", "source", "speed", "scripted"], name="usageday_unique_key"
+            )
+        ]
+        indexes = [models.Index(fields=["day"], name="usageday_day")]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.model} {self.source}"
+
+    @classmethod
+    def add(cls, requests: Iterable[ModelRequest]) -> None:
+        """Add stored requests to their days' rows: one upsert a day row (PostgreSQL and SQLite both speak ON
+        CONFLICT), so concurrent turns of a workspace each add theirs and none is lost."""
+        zone = timezone.get_default_timezone()
+        days: dict[tuple[Any, ...], list[int]] = {}
+        for request in requests:
+            key = (
+                request.workspace_id,
+                timezone.localdate(request.created_at, zone),
+                request.model,
+                request.source,
+                request.speed,
+                request.scripted,
+            )
+            so_far = days.setdefault(key, [0] * len(cls.SUMS))
+            counted = (
+                1,
+                request.input_tokens,
+                request.output_tokens,
+                request.cache_read_input_tokens,
+                request.cache_creation_input_tokens,
+                cost_units(Decimal(request.cost_usd)),
+                int(request.unpriced),
+            )
+            days[key] = [total + value for total, value in zip(so_far, counted, strict=True)]
+        if not days:
+            return
+        quote = connection.ops.quote_name
+        table = quote(cls._meta.db_table)
+        columns = ", ".join(quote(name) for name in (*cls.KEYS, *cls.SUMS))
+        keys = ", ".join(quote(name) for name in cls.KEYS)
+        sums = ", ".join(f"{quote(name)} = {table}.{quote(name)} + excluded.{quote(name)}" for name in cls.SUMS)
+        placeholders = ", ".join(["%s"] * (len(cls.KEYS) + len(cls.SUMS)))
+        # Only the model's own names, quoted by the connection, are formatted in; every value is a parameter.
+        upsert = f"INSERT INTO {table} ({columns}) VALUES ({placeholders}) ON CONFLICT ({keys}) DO UPDATE SET {sums}"  # noqa: S608
+        rows = [
+            [workspace_id, connection.ops.adapt_datefield_value(day), *rest, *summed]
+            for (workspace_id, day, *rest), summed in days.items()
+        ]
+        with connection.cursor() as cursor:
+            cursor.executemany(upsert, rows)
+
+
+COST_UNITS_PER_DOLLAR = 10**8
+
+
+def cost_units(cost_usd: Decimal) -> int:
+    """A cost in integer units of 10^-8 dollars, the precision ModelRequest stores."""
+    return int((cost_usd * COST_UNITS_PER_DOLLAR).to_integral_value())

@@ -101,28 +101,26 @@ def record_turn(
     compactions: Sequence[Answered] = (),
 ) -> None:
     """One agent turn's record in one transaction: the model requests that produced it (the server's compaction
-    steps, then the request itself: their rows, the run's totals and their agent.usage events, first), the turn's
+    steps, then the request itself: their agent.usage events first, their rows and the run's totals), the turn's
     events with their seqs taken at once, and the run's signals."""
+    billed = [_bill(run, compaction) for compaction in compactions]
+    if answered is not None:
+        billed.append(_bill(run, answered))
+    items = [("agent.usage", event, request.created_at) for request, _totals, event in billed]
     with transaction.atomic():
-        items: list[tuple[str, dict[str, Any], datetime]] = []
-        changes: dict[str, Any] = {}
-        for compaction in compactions:
-            request, totals, event = _bill(run, compaction)
-            request.save()
-            Run.objects.filter(pk=run.pk).update(**totals)
-            items.append(("agent.usage", event, compaction.at))
-        if answered is not None:
-            request, totals, event = _bill(run, answered)
-            request.save()
-            if answered.span is not None:
-                answered.span.billed(request.cost_usd, unpriced=request.unpriced, scripted=request.scripted)
-            changes.update(totals)
-            items.append(("agent.usage", event, answered.at))
-        if signals is not None:
-            changes["signals"] = signals
-        if changes:
-            Run.objects.filter(pk=run.pk).update(**changes)
         emit_many(run, [*items, *events])
+        changes = [totals for _request, totals, _event in billed]
+        if signals is not None:
+            changes = [*changes[:-1], {**(changes[-1] if changes else {}), "signals": signals}]
+        for change in changes:
+            Run.objects.filter(pk=run.pk).update(**change)
+        # The requests last: each adds to its workspace's day in the rollup (ModelRequest.save), a row every turn of
+        # the workspace's runs updates, so its lock is held only from here to the commit.
+        for request, _totals, _event in billed:
+            request.save()
+    if answered is not None and answered.span is not None:
+        request = billed[-1][0]
+        answered.span.billed(request.cost_usd, unpriced=request.unpriced, scripted=request.scripted)
 
 
 def _bill(run: Run, answered: Answered) -> tuple[ModelRequest, dict[str, Any], dict[str, Any]]:

@@ -107,7 +107,10 @@ def test_billing_view_with_10000_rows_renders_in_a_fixed_number_of_queries(staff
     report = response.context["report"]
     assert report["totals"]["requests"] == 10_000
     assert sum(row["cost_usd"] for row in report["by_month"]) == report["totals"]["cost_usd"]
-    assert sum(row["cost_usd"] for row in report["by_day"]) == report["totals"]["cost_usd"]
+    # every month on one page: months only, the days a month at a time (and in the CSV)
+    assert report["by_day"] == [] and b"billing-days-note" in response.content
+    october = staff_client.get(billing_url(month="2026-10", split="model")).context["report"]
+    assert sum(row["cost_usd"] for row in october["by_day"]) == october["totals"]["cost_usd"] > 0
 
 
 def test_billing_filters_by_workspace_and_month_and_splits_by_source(staff_client, acme, umbrella):
@@ -136,7 +139,7 @@ def test_billing_defaults_to_the_current_month(staff_client, acme):
 def test_csv_export_has_the_views_numbers(staff_client, acme, umbrella):
     make_rows([acme, umbrella], 1500)
     for split in ["", "model", "source"]:
-        params = {"month": "", "split": split}
+        params = {"month": "2026-10", "split": split}
         view = staff_client.get(billing_url(**params)).context["report"]
         exported = staff_client.get(billing_url(**params, format="csv"))
         assert exported["Content-Type"].startswith("text/csv")
@@ -154,6 +157,10 @@ def test_csv_export_has_the_views_numbers(staff_client, acme, umbrella):
                 expected.append(line)
         assert lines == expected
         assert sum(Decimal(line["cost_usd"]) for line in lines if line["period"] == "day") == view["totals"]["cost_usd"]
+    # every month: the page shows months, the CSV every day as well
+    every = staff_client.get(billing_url(month="")).context["report"]
+    lines = list(csv.DictReader(io.StringIO(staff_client.get(billing_url(month="", format="csv")).content.decode())))
+    assert sum(Decimal(line["cost_usd"]) for line in lines if line["period"] == "day") == every["totals"]["cost_usd"]
 
 
 def test_csv_cells_never_start_a_formula(staff_client, acme):
