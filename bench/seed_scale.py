@@ -282,7 +282,8 @@ def reset() -> None:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE runs_event, runs_run, runs_session, agent_platform_modelrequest RESTART IDENTITY CASCADE"
+            "TRUNCATE runs_event, runs_run, runs_session, agent_platform_modelrequest, agent_platform_usageday "
+            "RESTART IDENTITY CASCADE"
         )
         cursor.execute(
             "DELETE FROM agent_platform_membership WHERE workspace_id IN "
@@ -314,6 +315,10 @@ def main() -> None:
     if not args.keep:
         reset()
     seed(runs, events, requests, args.seed)
+    # COPY writes around ModelRequest.save: the billing view's daily rollup is summed from the requests once
+    from agent_platform.reports import rebuild_usage_days
+
+    print(f"usage rollup: {rebuild_usage_days():,} day rows", file=sys.stderr)
     with connection.cursor() as cursor:
         for table_name in ("runs_run", "runs_event", "agent_platform_modelrequest"):
             cursor.execute(f"SELECT count(*), pg_size_pretty(pg_total_relation_size('{table_name}')) FROM {table_name}")  # noqa: S608 - fixed names
