@@ -295,7 +295,7 @@ def test_the_api_answers_json_envelopes_while_redis_is_away_and_the_key_limit_fa
 
 
 def test_runs_whose_messages_died_with_redis_start_within_seconds_of_its_return(
-    acme, messages_stub, messages_stub_server, web_on_private_redis, tmp_path
+    acme, messages_stub, messages_stub_server, web_on_private_redis, tmp_path, caplog
 ):
     """One run's message was in Redis when it went away (sent to a queue no worker had read yet), another's could not
     be sent at all while it was away: neither is failed, and both start as soon as the worker reconnects to the
@@ -316,7 +316,9 @@ def test_runs_whose_messages_died_with_redis_start_within_seconds_of_its_return(
         unsent = make_run(acme, admitted_at=None)  # waiting for admission
 
         web_on_private_redis.stop()
-        lifecycle.admit(acme.pk)  # admitted while the broker is away: its message cannot be sent
+        with caplog.at_level(logging.WARNING, logger="runs.lifecycle"):
+            lifecycle.admit(acme.pk)  # admitted while the broker is away: its message cannot be sent
+        assert f"run pk {unsent.pk} waits for the broker" in caplog.text
         unsent.refresh_from_db()
         assert unsent.status == Run.Status.QUEUED and unsent.admitted_at is None, "back to waiting, not failed"
 
