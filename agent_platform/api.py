@@ -21,6 +21,7 @@ from ninja.throttling import AuthRateThrottle
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from . import broker
 from .errors import (
     ERROR_CLASSES,
     AuthenticationFailed,
@@ -29,17 +30,11 @@ from .errors import (
     PayloadTooLarge,
     RateLimited,
     ServiceError,
-    ServiceUnavailable,
     UnsupportedMediaType,
 )
 from .models import ApiKey, Workspace
 
 log = logging.getLogger(__name__)
-
-# Redis unreachable (restarting, failing over): what the API's cache and broker calls raise then.
-REDIS_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
-# Seconds a client should wait before retrying while Redis is away (a restart takes one or two).
-REDIS_RETRY_AFTER_SECONDS = 2
 
 
 class ApiRequest(HttpRequest):
@@ -50,7 +45,15 @@ class ApiRequest(HttpRequest):
 
 
 class KeyRateThrottle(AuthRateThrottle):
-    """Requests per minute per API key, counted in the shared cache (Redis) so the limit holds across processes."""
+    """Requests per minute per API key, counted in the shared cache (Redis) so the limit holds across processes.
+
+    Fails open, on purpose, while Redis is unreachable: the limit keeps one runaway client from crowding others out,
+    it is not what keeps anyone out (the key is checked in the database first). Refusing every caller for the second
+    or two Redis takes to restart would turn a blip into an outage of the whole API. Said once per outage in the log,
+    not once per request, and once again when the limit is counted again."""
+
+    # Whether this process's last check found the cache away (per process: each logs its own outage once).
+    cache_away = False
 
     def __init__(self) -> None:
         super().__init__(f"{settings.API_RATE_LIMIT_PER_MINUTE}/m")
@@ -59,13 +62,16 @@ class KeyRateThrottle(AuthRateThrottle):
         # Read per request, so the limit follows the setting (and tests can lower it).
         self.num_requests, self.duration = self.parse_rate(f"{settings.API_RATE_LIMIT_PER_MINUTE}/m")
         try:
-            return super().allow_request(request)
-        except REDIS_UNAVAILABLE:
-            # Fails open, on purpose: the limit keeps one runaway client from crowding others out, it is not what
-            # keeps anyone out (the key is checked in the database first). Refusing every caller for the second or
-            # two Redis takes to restart would turn a blip into an outage of the whole API.
-            log.warning("API rate limit not checked: the shared cache is unreachable")
+            allowed = super().allow_request(request)
+        except broker.UNAVAILABLE:
+            if not KeyRateThrottle.cache_away:
+                KeyRateThrottle.cache_away = True
+                log.warning("API rate limits are not checked while the shared cache (Redis) is unreachable")
             return True
+        if KeyRateThrottle.cache_away:
+            KeyRateThrottle.cache_away = False
+            log.warning("API rate limits are checked again: the shared cache (Redis) is back")
+        return allowed
 
 
 class ApiKeyAuth(HttpBearer):
@@ -304,13 +310,7 @@ def body_too_large() -> PayloadTooLarge:
 def on_redis_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
     """Redis away (a restart, a failover): the caller may retry shortly; what was committed stays committed."""
     log.warning("API request %s %s: Redis is unreachable (%s)", request.method, request.path, type(exc).__name__)
-    return on_service_error(
-        request,
-        ServiceUnavailable(
-            f"A shared service (Redis) is briefly unavailable; retry after {REDIS_RETRY_AFTER_SECONDS}s.",
-            headers={"Retry-After": str(REDIS_RETRY_AFTER_SECONDS)},
-        ),
-    )
+    return on_service_error(request, broker.unavailable())
 
 
 @api.exception_handler(RequestDataTooBig)

@@ -15,8 +15,8 @@ from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from agent_platform import broker
 from agent_platform.api import (
-    REDIS_RETRY_AFTER_SECONDS,
     ApiKeyAuth,
     ApiRequest,
     KeyRateThrottle,
@@ -129,13 +129,8 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 @api.exception_handler(RedisConnectionError)
 @api.exception_handler(RedisTimeoutError)
 def on_redis_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
-    return on_service_error(
-        request,
-        ServiceUnavailable(
-            "A shared service (Redis) is briefly unavailable; retry shortly.",
-            headers={"Retry-After": str(REDIS_RETRY_AFTER_SECONDS)},
-        ),
-    )
+    """Redis away: 503 with Retry-After, as the v1 API answers it (agent_platform.broker.unavailable)."""
+    return on_service_error(request, broker.unavailable())
 
 
 # --- ids -----------------------------------------------------------------------------------------------------------

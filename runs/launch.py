@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from agent_platform import llm
+from agent_platform import broker, llm
 from agent_platform.errors import Conflict, InvalidRequest, NotFound, ServiceUnavailable
 from agent_platform.models import Workspace
 from runs.schema import schema_problems, serialized_size
@@ -459,7 +459,7 @@ def launch_run(
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
     Raises InvalidRequest, NotFound (session_id), Conflict (a session's schema) or ServiceUnavailable (the Models
-    API). With an idempotency_key, a retried launch in the same workspace with the same arguments gives the run the
+    API, or the broker's Redis). With an idempotency_key, a retried launch in the same workspace with the same arguments gives the run the
     first one created, as `replayed`; other arguments are IdempotencyKeyReused; a key is forgotten
     IDEMPOTENCY_KEY_HOURS after use.
     """
@@ -511,6 +511,11 @@ def launch_run(
     profile = model_profile(model)
     fields["effort"] = clean_effort(effort, profile)
     fields["thinking"] = clean_thinking(thinking, profile)
+    # A run reaches a worker through the broker: while Redis is away the launch is refused (503, Retry-After) rather
+    # than accepted into a queue no worker can read. A broker lost between this check and the enqueue loses no run
+    # either: runs.lifecycle.enqueue keeps it waiting, and it is sent once the broker is back.
+    if not broker.reachable():
+        raise broker.unavailable()
 
     try:
         with transaction.atomic():

@@ -11,6 +11,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from agent_platform import broker
+
 from . import queueing, tasks
 from .events import emit
 from .human import close_inputs, wake
@@ -189,11 +191,13 @@ def reap_stale_runs(stale_after: timedelta | None = None) -> list[str]:
     return reaped
 
 
-def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
+def redeliver_queued_runs(
+    queued_for: timedelta | None = None, *, reason: str = "not claimed by any worker"
+) -> list[str]:
     """Enqueue again the runs queued longer than RUN_QUEUED_REDELIVER_SECONDS and not yet claimed: their message may
     have been lost with a non-persistent Redis. Safe if it was not lost: `mark_started` claims a run once, so a second
     message finds it claimed and does nothing. At most once per period per run, each time said in an event."""
-    queued_for = queued_for or timedelta(seconds=settings.RUN_QUEUED_REDELIVER_SECONDS)
+    queued_for = timedelta(seconds=settings.RUN_QUEUED_REDELIVER_SECONDS) if queued_for is None else queued_for
     cutoff = timezone.now() - queued_for
     recently = Event.objects.filter(run=OuterRef("pk"), type="run.requeued", processed_at__gte=cutoff)
     redelivered = []
@@ -202,11 +206,21 @@ def redeliver_queued_runs(queued_for: timedelta | None = None) -> list[str]:
     for run in late:
         waited = int((timezone.now() - (run.admitted_at or run.created_at)).total_seconds())
         with transaction.atomic():
-            emit(run, "run.requeued", {"waited_seconds": waited, "reason": "not claimed by any worker"})
+            emit(run, "run.requeued", {"waited_seconds": waited, "reason": reason})
             transaction.on_commit(functools.partial(enqueue, run.pk))
-        log.warning("run %s was queued for %s s without a worker claiming it; enqueued again", run.public_id, waited)
+        log.warning("run %s was queued for %s s (%s); enqueued again", run.public_id, waited, reason)
         redelivered.append(run.public_id)
     return redelivered
+
+
+def redeliver_after_broker_restart() -> list[str]:
+    """Enqueue again, at once, every admitted run not yet claimed when the broker's Redis restarted (its queues went
+    with it), instead of waiting RUN_QUEUED_REDELIVER_SECONDS for each: a worker calls this when it (re)connects to
+    the broker, the reaper on each pass. Only the first caller after a restart redelivers
+    (agent_platform.broker.restarted); a run whose message survived after all is claimed once."""
+    if not broker.restarted():
+        return []
+    return redeliver_queued_runs(timedelta(0), reason="the broker restarted and lost its queue")
 
 
 def admit_waiting_runs() -> None:
@@ -216,15 +230,12 @@ def admit_waiting_runs() -> None:
 
 
 def enqueue(run_pk: int) -> None:
-    """Hand the committed run to a worker; a run that cannot be queued fails visibly instead of waiting forever."""
+    """Hand the committed run to a worker. A broker that cannot take the message does not lose the run: it goes back
+    to waiting for admission (queued, with no message, which is what waiting means), and is admitted and sent again
+    as soon as a worker reconnects to the broker (runtime.worker.BrokerReconnected), or by the reaper's next pass."""
     try:
         tasks.execute_run.delay(run_pk, fair=True)
     except Exception:
-        log.exception("could not enqueue run %s", run_pk)
-        run = Run.objects.get(pk=run_pk)
-        finish(
-            run,
-            Run.Status.FAILED,
-            error_code=Run.ErrorCode.WORKER_LOST,
-            error_message="The run could not be queued: the task broker is unreachable. Launch it again.",
-        )
+        # Conditional: a worker that got the message after all (a publish that timed out after sending) claimed it.
+        Run.objects.filter(pk=run_pk, status=Run.Status.QUEUED).update(admitted_at=None)
+        log.warning("run pk %s waits for the broker: its message could not be sent", run_pk, exc_info=True)

@@ -30,7 +30,9 @@ def execute_run(self: Task, run_id: int, fair: bool = False) -> None:
 
 @shared_task(name="runs.tasks.reap_stale_runs")  # type: ignore[untyped-decorator]
 def reap_stale_runs() -> list[str]:
-    """The reaper (Celery beat, every 30 s): fails runs whose worker was lost, re-enqueues runs nobody claimed, admits
-    runs a workspace's limit let wait whose admission was missed."""
+    """The reaper (Celery beat, every 30 s): fails runs whose worker was lost, re-enqueues runs nobody claimed (all at
+    once after a broker restart no worker noticed), admits runs a workspace's limit let wait whose admission was
+    missed."""
+    restarted = lifecycle.redeliver_after_broker_restart()
     lifecycle.admit_waiting_runs()
-    return lifecycle.reap_stale_runs() + lifecycle.redeliver_queued_runs()
+    return restarted + lifecycle.reap_stale_runs() + lifecycle.redeliver_queued_runs()

@@ -14,12 +14,14 @@ from typing import Any
 
 import anthropic
 import httpx2 as httpx
+from celery import bootsteps
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 from django.urls import reverse
 from opentelemetry.trace import StatusCode
 
 from agent_platform import metrics, telemetry
+from agent_platform.celery import app
 from agent_platform.checks import check_object_storage
 from agent_platform.llm import client
 from runs import lifecycle
@@ -146,6 +148,30 @@ def serve_metrics(**_signal_kwargs: object) -> None:
     """This process's metrics on WORKER_METRICS_PORT (agent_platform.metrics), for a scraper on any machine."""
     metrics.start_worker_endpoint()
 
+
+class BrokerReconnected(bootsteps.StartStopStep):  # type: ignore[misc]  # celery ships no type information
+    """A step of the worker's consumer, which Celery starts again each time the consumer reconnects to the broker
+    (after a lost connection it restarts every consumer step), so `start` runs once the broker is back: the moment
+    to send again what a restarted Redis lost, rather than RUN_QUEUED_REDELIVER_SECONDS later. Celery has no signal
+    for a reconnection (worker_ready is sent once per process)."""
+
+    requires = {"celery.worker.consumer.connection:Connection"}
+
+    def start(self, parent: object) -> None:
+        """Redeliver the admitted runs if the broker restarted (one worker of all does, agent_platform.broker), and
+        admit the runs whose message could not be sent while it was away (runs.lifecycle.enqueue)."""
+        try:
+            redelivered = lifecycle.redeliver_after_broker_restart()
+            lifecycle.admit_waiting_runs()
+        except Exception:
+            # Never stop the consumer over this: the reaper redelivers and admits on its own passes.
+            log.warning("reconciling queued runs with the broker failed", exc_info=True)
+            return
+        if redelivered:
+            log.warning("the broker restarted: %s queued runs enqueued again", len(redelivered))
+
+
+app.steps["consumer"].add(BrokerReconnected)
 
 worker_init.connect(refuse_unusable_storage, weak=False)
 # The dead workers' browsers go before this worker launches its own.

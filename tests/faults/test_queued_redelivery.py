@@ -8,6 +8,7 @@ import redis
 from django.conf import settings
 from django.utils import timezone
 
+from agent_platform import broker
 from runs import lifecycle
 from runs.models import Run
 from runs.tasks import execute_run
@@ -67,3 +68,24 @@ def test_a_run_queued_less_than_the_delay_is_left_to_its_message(acme, settings)
 
     assert lifecycle.redeliver_queued_runs() == []
     assert events(run, "run.requeued") == []
+
+
+def test_after_a_broker_restart_the_first_to_notice_enqueues_every_admitted_run_again_at_once(
+    acme, messages_stub, monkeypatch
+):
+    """The marker went with the queues (a restart without persistence; here deleted, as the restart would): a run
+    admitted a moment ago is sent again without waiting RUN_QUEUED_REDELIVER_SECONDS, once however many workers and
+    reaper passes notice; tests/faults/test_redis.py restarts a real Redis under a worker."""
+    monkeypatch.setattr(
+        execute_run, "delay", lambda pk, **fair: execute_run.apply_async(args=[pk], kwargs=fair, queue=FAULT_QUEUE)
+    )
+    messages_stub.agent(done(True, "Ran once."))
+    run = make_run(acme)
+    redis.Redis.from_url(settings.REDIS_URL).delete(broker.MARKER_KEY)
+
+    assert lifecycle.redeliver_after_broker_restart() == [run.public_id]
+    assert lifecycle.redeliver_after_broker_restart() == []  # the marker stands again: the next to look does nothing
+    assert finished(run).status == Run.Status.SUCCEEDED
+    (requeued,) = events(run, "run.requeued")
+    assert requeued.payload["reason"] == "the broker restarted and lost its queue"
+    assert len(events(run, "run.started")) == 1
