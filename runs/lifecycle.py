@@ -177,7 +177,7 @@ def cancel_requested(run: Run) -> bool:
 def reap_stale_runs(stale_after: timedelta | None = None) -> list[str]:
     """Fail running runs whose worker stopped writing heartbeats: never re-executed, since a second execution
     could repeat what the first already did on the web. Their events stay."""
-    stale_after = stale_after or timedelta(seconds=settings.RUN_STALE_AFTER_SECONDS)
+    stale_after = timedelta(seconds=settings.RUN_STALE_AFTER_SECONDS) if stale_after is None else stale_after
     cutoff = timezone.now() - stale_after
     reaped = []
     for run in Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=cutoff):
