@@ -51,6 +51,7 @@ from .calls import (
     tool_result_event,
     tool_use_event,
 )
+from .lane import LaneFailed
 from .record import TurnRecord
 from .verdict import Ending, Next, Phase, Verdict
 
@@ -148,6 +149,9 @@ class AgentLoop:
         # The run's browser state as last read on its lane after an action turn (in this worker's memory only, like
         # the run's secrets): what a fresh browser starts from when Chromium exits.
         self.saved_state: dict[str, Any] | None = None
+        # Each such read is in the run's trace, as every call's result is: its values are masked there like the
+        # starting and final state's ({value: what the trace shows}, tracing.state_values).
+        self.saved_state_values: dict[str, str] = {}
         self.state_stale = False
         self.last_url = ""  # the agent's tab's URL after its last step (a dead browser's tabs are gone with it)
         self.live: live_view.LiveView | None = None  # streams only while an operator watches
@@ -543,6 +547,7 @@ class AgentLoop:
             log.info("run %s: browser state not kept: %s", self.run.public_id, first_line(error))
             return
         self.saved_state = state
+        self.saved_state_values |= tracing.state_values(state)
         log.debug("run %s: browser state kept in %.1f ms", self.run.public_id, (time.perf_counter() - started) * 1000)
 
     def report_downloads(self, block: dict[str, Any] | None) -> None:
@@ -598,6 +603,8 @@ class AgentLoop:
         if self._toolset is None:
             files.remove_run_directory(self.run)
             return
+        with contextlib.suppress(LaneFailed):  # (record.close reports it) no state read on the lane from here on
+            self.record.flush()
         try:
             if self.browser_failed:
                 # A hung page would hang each browser call again for its whole timeout: keep what the agent last
@@ -670,7 +677,7 @@ class AgentLoop:
                     self.toolset.context,
                     self.run.public_id,
                     self.run.secrets,
-                    state=lambda: tracing.state_values(self.start_state, self.final_state()),
+                    state=lambda: self.saved_state_values | tracing.state_values(self.start_state, self.final_state()),
                 )
         except Exception:
             log.warning("run %s: the trace was not kept", self.run.public_id, exc_info=True)
