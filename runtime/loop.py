@@ -487,9 +487,10 @@ class AgentLoop:
         toolset, watch = self.toolset, self._watch
 
         async def replace() -> str:
+            crashed = watch.crashed if watch is not None else None
             if watch is not None:
                 watch.forgive()
-            return await toolset.reopen_crashed_tab(url)
+            return await toolset.reopen_crashed_tab(crashed, url)
 
         try:
             return self.browser(replace(), doing="open a fresh tab", watched=False)

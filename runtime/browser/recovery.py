@@ -42,6 +42,7 @@ class LossWatch:
     def __init__(self, context: BrowserContext) -> None:
         self.cause: str | None = None
         self.url = ""
+        self.crashed: Page | None = None  # the tab whose renderer died
         self.closing = False  # the run closes the context itself: that close is no loss
         self._lost = asyncio.Event()
         context.on("close", self._on_close)
@@ -53,6 +54,7 @@ class LossWatch:
         page.on("crash", self._on_crash)
 
     def _on_crash(self, page: Page) -> None:
+        self.crashed = self.crashed or page
         self._lose(RENDERER_CRASH, page.url)
 
     def _on_close(self, _context: BrowserContext) -> None:
@@ -68,7 +70,7 @@ class LossWatch:
 
     def forgive(self) -> None:
         """The crashed tab was replaced in the same context: watch on, as if nothing had been lost (on the loop)."""
-        self.cause, self.url = None, ""
+        self.cause, self.url, self.crashed = None, "", None
         self._lost.clear()
 
     def lost(self) -> BrowserLost | None:

@@ -257,11 +257,11 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         """Cookies, localStorage and IndexedDB of the context, for a follow-up run or a profile to continue from."""
         return dict(await self.context.storage_state(indexed_db=True))
 
-    async def reopen_crashed_tab(self, url: str) -> str:
-        """After the active tab's renderer crashed: a fresh tab of the same context (its cookies and storage kept) in
-        its place, at `url` when there is one; the crashed tab is closed. Returns why `url` could not be opened, or
-        ""."""
-        crashed = self.active_page()
+    async def reopen_crashed_tab(self, crashed: Page | None, url: str) -> str:
+        """After a tab's renderer crashed (`crashed`, else the active tab): a fresh tab of the same context (its
+        cookies and storage kept), now the active one, at `url` when there is one; the crashed tab is closed. Returns
+        why `url` could not be opened, or ""."""
+        crashed = crashed or self.active_page()
         page = await self.context.new_page()
         self._register(page, opened=False)  # the crashed tab's replacement, now the active one
         if crashed is not None:

@@ -181,23 +181,33 @@ class Killer:
         self.root = worker.process.pid
         self.killed_at: list[float] = []
 
+    def kill_renderers(self) -> None:
+        pids = renderer_pids(self.root)
+        assert pids, "the worker's Chromium has no renderer to crash"
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        self.killed_at.append(time.time())
+
+    def kill_browser(self) -> None:
+        for pid in chromium_pids(self.root):
+            os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not chromium_pids(self.root), timeout=30, message="Chromium to be gone")
+        self.killed_at.append(time.time())
+
     def renderers(self, then: dict) -> Any:
+        """A reply that crashes the worker's tabs, then answers `then`."""
+
         def reply(request: dict) -> dict:
-            pids = renderer_pids(self.root)
-            assert pids, "the worker's Chromium has no renderer to crash"
-            for pid in pids:
-                os.kill(pid, signal.SIGKILL)
-            self.killed_at.append(time.time())
+            self.kill_renderers()
             return then
 
         return reply
 
     def browser(self, then: dict) -> Any:
+        """A reply that kills the worker's Chromium, then answers `then`."""
+
         def reply(request: dict) -> dict:
-            for pid in chromium_pids(self.root):
-                os.kill(pid, signal.SIGKILL)
-            wait_for(lambda: not chromium_pids(self.root), timeout=30, message="Chromium to be gone")
-            self.killed_at.append(time.time())
+            self.kill_browser()
             return then
 
         return reply
@@ -282,3 +292,32 @@ def test_a_browser_lost_more_often_than_the_recoveries_allow_ends_the_run_with_b
     assert "tab crashed" in run.error_message and "RUN_MAX_RECOVERIES=2" in run.error_message, run.error_message
     assert [event.payload["recovery"] for event in events(run, "browser.restarted")] == [1, 2]
     assert len(agent_requests(messages_stub)) == 3
+
+
+def test_runs_sharing_the_workers_chromium_each_recover_from_its_exit_on_one_relaunched_browser(
+    acme, fault_worker, cookie_site, messages_stub
+):
+    killer = Killer(fault_worker)
+    # Both runs have acted once and wait on the model when Chromium is killed under them.
+    both_asking = threading.Barrier(2, action=killer.kill_browser, timeout=60)
+
+    def reply(request: dict) -> dict:
+        results = sum(
+            1
+            for message in request["messages"]
+            if isinstance(message["content"], list)
+            for block in message["content"]
+            if block.get("type") == "tool_result"
+        )
+        if results == 1:
+            both_asking.wait()
+        return browser("get_page_text") if results < 3 else done(True, "Went on after the browser came back.")
+
+    messages_stub.set_fallback(reply, "agent")
+    runs = [launch(acme, queue=FAULT_QUEUE, start_url=cookie_site.url()) for _ in range(2)]
+    runs = [finished(run, timeout=90) for run in runs]
+
+    for run in runs:
+        assert run.status == Run.Status.SUCCEEDED, (run.error_code, run.error_message)
+        assert [event.payload["cause"] for event in events(run, "browser.restarted")] == ["browser_exit"]
+    assert len(chromium_pids(killer.root)) == 1, "both runs went on in the one relaunched Chromium"
