@@ -1044,7 +1044,11 @@ class AgentLoop:
         problem = extraction.input_problem(use.input)
         if problem is not None:
             return result_block(use, problem, is_error=True)
-        text, url = self.browser(extraction.page_text_and_url(self.toolset), doing="give the page's text")
+        try:
+            text, url = self.browser(extraction.page_text_and_url(self.toolset), doing="give the page's text")
+        except BrowserCrashed as crash:
+            now, problem = self.recover(crash)  # or raised again, as in browse
+            return result_block(use, prompts.browser_restarted(use.name, str(crash.cause), now, problem), is_error=True)
         model = extraction.extraction_model(self.run)
         room = spending.headroom(self.run)
         if room.left is not None:

@@ -14,6 +14,7 @@ import pytest
 
 from runs.models import Run
 from runtime.loop import BROWSER_CALL_MARGIN_SECONDS
+from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import sites, workers
 from tests.support.launching import events, finished, launch, wait_for
@@ -245,6 +246,22 @@ def test_a_crashed_tab_is_reopened_at_its_url_in_the_same_session_and_the_run_su
     assert "Welcome back." in last_tool_result_text(requests[2])
     results = events(run, "agent.tool_result")
     assert results[0].payload["is_error"] is True
+
+
+def test_a_tab_crashed_before_an_extract_is_reopened_and_the_extract_answered_with_the_notice(
+    acme, fault_worker, cookie_site, messages_stub
+):
+    killer = Killer(fault_worker)
+    messages_stub.agent(
+        killer.renderers(then=tool_use_reply("extract", {"query": "What does the page say?"})),
+        done(True, "Went on."),
+    )
+    run = finished(launch(acme, queue=FAULT_QUEUE, start_url=cookie_site.url()), timeout=60)
+
+    assert run.status == Run.Status.SUCCEEDED, (run.error_code, run.error_message)
+    assert [event.payload["cause"] for event in events(run, "browser.restarted")] == ["renderer_crash"]
+    notice = last_tool_result_text(agent_requests(messages_stub)[1])
+    assert RESTARTED in notice and "extract action" in notice
 
 
 def test_a_killed_chromium_is_relaunched_with_the_runs_saved_state_and_the_run_succeeds(
