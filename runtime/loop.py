@@ -32,6 +32,7 @@ from runtime.browser import control, live_view, tracing
 from runtime.browser.downloads import RunDownloads
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
+from runtime.browser.recovery import RENDERER_CRASH, LossWatch
 from runtime.browser.toolset import PlaywrightBrowserToolset
 from runtime.browser.upstream import UpstreamDialer
 
@@ -50,6 +51,7 @@ from .calls import (
     tool_result_event,
     tool_use_event,
 )
+from .lane import LaneFailed
 from .record import TurnRecord
 from .verdict import Ending, Next, Phase, Verdict
 
@@ -60,6 +62,8 @@ EPHEMERAL = {"type": "ephemeral"}
 # The driver bounds each action itself (navigation 30 s, a wait 30 s); past this margin the browser is considered hung.
 BROWSER_CALL_MARGIN_SECONDS = 20
 BROWSER_SETUP_TIMEOUT_SECONDS = 60
+# Reading the run's storage state on its lane; a slower read is skipped, the last one kept.
+STATE_READ_SECONDS = 10
 # Breakpoints on the last user messages, so each request reads the previous one's prefix from the cache; with the
 # system prompt's that makes three of the four the API allows.
 MESSAGE_BREAKPOINTS = 2
@@ -138,6 +142,18 @@ class AgentLoop:
         self._host: BrowserHost | None = None
         self._toolset: PlaywrightBrowserToolset | None = None
         self._guard: NetworkGuard | None = None
+        # What notices at once that the browser is lost (runtime.browser.recovery), and how often the run recovered.
+        self._watch: LossWatch | None = None
+        self._open_context: Callable[[dict[str, Any] | None], None] | None = None
+        self.recoveries = 0
+        # The run's browser state as last read on its lane after an action turn (in this worker's memory only, like
+        # the run's secrets): what a fresh browser starts from when Chromium exits.
+        self.saved_state: dict[str, Any] | None = None
+        # Each such read is in the run's trace, as every call's result is: its values are masked there like the
+        # starting and final state's ({value: what the trace shows}, tracing.state_values).
+        self.saved_state_values: dict[str, str] = {}
+        self.state_stale = False
+        self.last_url = ""  # the agent's tab's URL after its last step (a dead browser's tabs are gone with it)
         self.live: live_view.LiveView | None = None  # streams only while an operator watches
         # The run's files: those it was given (on this worker, for file_upload) and its downloads (runtime.files).
         self.given_files: list[files.GivenFile] = []
@@ -268,10 +284,17 @@ class AgentLoop:
         doing: str,
         timeout: float | None = None,
         crashed: str | Callable[[str], str] = browser_call.CRASHED,
+        watched: bool = True,
     ) -> T:
-        """One browser step of this run (runtime.browser_call): a hung or crashed browser is BrowserCrashed."""
+        """One browser step of this run (runtime.browser_call): a hung or crashed browser is BrowserCrashed, at once
+        when its tab crashed or Chromium exited (the run's loss watch; `watched=False` for the steps that close)."""
         return browser_call.call(
-            self.host, step, timeout=timeout or self.browser_timeout(), doing=doing, crashed=crashed
+            self.host,
+            step,
+            timeout=timeout or self.browser_timeout(),
+            doing=doing,
+            crashed=crashed,
+            watch=self._watch if watched else None,
         )
 
     def upstream_dialer(self) -> UpstreamDialer | None:
@@ -307,7 +330,7 @@ class AgentLoop:
             max_files=settings.RUN_DOWNLOAD_MAX_FILES,
         )
 
-        async def build(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
+        async def build(storage_state: dict[str, Any] | None) -> tuple[PlaywrightBrowserToolset, LossWatch]:
             context = await host.new_context(
                 storage_state=storage_state,
                 network_guard=guard,
@@ -329,7 +352,7 @@ class AgentLoop:
                 upload_dir=str(upload_dir) if upload_dir is not None else None,
             )
             await toolset.install_guard()
-            return toolset
+            return toolset, LossWatch(context)
 
         self._guard = guard
         try:
@@ -337,16 +360,18 @@ class AgentLoop:
         except SecretsUnavailable as error:
             raise Stop(Ending.failed("", str(error))) from None
 
-        def open_context(storage_state: dict[str, Any] | None) -> PlaywrightBrowserToolset:
-            return self.browser(
+        def open_context(storage_state: dict[str, Any] | None) -> None:
+            self._toolset, self._watch = self.browser(
                 build(storage_state),
                 doing="open a context",
                 timeout=BROWSER_SETUP_TIMEOUT_SECONDS,
                 crashed=lambda error: f"The browser could not be started: {error}",
+                watched=False,
             )
 
+        self._open_context = open_context
         try:
-            self._toolset = open_context(state)
+            open_context(state)
         except BrowserCrashed:
             raise
         except Exception as error:
@@ -355,9 +380,11 @@ class AgentLoop:
             # a saved state Chromium refuses should not cost the run: start from a clean context instead
             log.warning("run %s: the session's browser state was refused; starting clean", run.public_id)
             self.started_clean = True
-            self._toolset = open_context(None)
+            open_context(None)
+        self.saved_state = None if self.started_clean else state
         self.live = live_view.attach(host, self.toolset, run.public_id)
-        self.control = control.attach(host, run.public_id, self.toolset.active_page)
+        # the page of the run's current toolset: a fresh browser's too
+        self.control = control.attach(host, run.public_id, lambda: self.toolset.active_page())
 
         problem = ""
         if run.start_url:
@@ -379,6 +406,7 @@ class AgentLoop:
             doing="start the run's trace",
             timeout=BROWSER_SETUP_TIMEOUT_SECONDS,
         )
+        self.last_url = self.current_url()
         self.report_blocked()
         first = [text_block(prompts.task_message(run.task, run.start_url, problem))]
         if self.given_files:
@@ -405,15 +433,123 @@ class AgentLoop:
         if self.live is not None:
             self.live.note_action(use.name, use.input)  # the live view's cursor mark
         crashed = f"The browser crashed or disconnected during a {use.name} action."
-        with metrics.step_duration.time():
-            block = self.browser(self.toolset.tool_result(use), doing=f"finish a {use.name} action", crashed=crashed)
-        self.final_view_fresh = False
-        self.report_blocked()
-        self.report_downloads(cast(dict[str, Any], block))
-        # a member reports its failure in its result: with the browser gone, that failure is a crash
-        crashed_if_gone(self.host, failed=bool(block.get("is_error")), message=crashed)
+        try:
+            with metrics.step_duration.time():
+                block = self.browser(
+                    self.toolset.tool_result(use), doing=f"finish a {use.name} action", crashed=crashed
+                )
+            self.final_view_fresh = False
+            self.report_blocked()
+            self.report_downloads(cast(dict[str, Any], block))
+            # a member reports its failure in its result: with the browser gone, that failure is a crash
+            crashed_if_gone(self.host, failed=bool(block.get("is_error")), message=crashed, watch=self._watch)
+        except BrowserCrashed as crash:
+            url, problem = self.recover(crash)  # or raised again: a hang, or one loss too many
+            self.final_view_fresh = False
+            return result_block(
+                use, prompts.browser_restarted(use.name, str(crash.cause), url, problem), is_error=True
+            ), None
+        self.state_stale = True
+        self.last_url = self.current_url()
         # A page may echo a secret the agent typed: the model sees the placeholder again.
         return mask(block, self.run.secrets), self.toolset.last_screenshot_url
+
+    def recover(self, crash: BrowserCrashed) -> tuple[str, str]:
+        """A tab that crashed or a browser that exited is not the agent's failure: the run goes on in a fresh tab of
+        the same context (a renderer crash leaves the context and its cookies) or in a fresh browser started from the
+        run's last saved state (Chromium exited: the host relaunches it on the next context), at the URL it was on,
+        with a `browser.restarted` event. Returns the URL it is at now and why it could not reopen its own, or "".
+
+        A hang (no cause) or a loss past RUN_MAX_RECOVERIES is raised again: the run ends browser_error."""
+        if crash.cause is None:
+            raise crash
+        limit = settings.RUN_MAX_RECOVERIES
+        if self.recoveries >= limit:
+            raise BrowserCrashed(
+                f"{crash} The run's browser had already been restarted {self.recoveries} "
+                f"time{'s' if self.recoveries != 1 else ''}, its limit (RUN_MAX_RECOVERIES={limit})."
+            ) from crash
+        self.recoveries += 1
+        url = crash.url or self.current_url() or self.last_url
+        cause = crash.cause
+        log.warning("run %s: %s recovering (%d of %d)", self.run.public_id, crash, self.recoveries, limit)
+        # a renderer crash leaves the context, unless Chromium went with it
+        problem = self.fresh_tab(url) if cause == RENDERER_CRASH and self.host.is_connected else None
+        if problem is None:
+            problem = self.fresh_browser(crash, url)
+        now = self.current_url() or url
+        self.record.event("browser.restarted", {"cause": crash.cause, "url": now, "recovery": self.recoveries})
+        return now, problem
+
+    def fresh_tab(self, url: str) -> str | None:
+        """A renderer crash: the crashed tab replaced by a fresh one of the same context at `url`. Returns why `url`
+        did not open ("" when it did), or None when the context itself is gone too."""
+        toolset, watch = self.toolset, self._watch
+
+        async def replace() -> str:
+            crashed = watch.crashed if watch is not None else None
+            if watch is not None:
+                watch.forgive()
+            return await toolset.reopen_crashed_tab(crashed, url)
+
+        try:
+            return self.browser(replace(), doing="open a fresh tab", watched=False)
+        except Exception as error:
+            log.warning("run %s: no fresh tab (%s); starting a fresh browser", self.run.public_id, first_line(error))
+            return None
+
+    def fresh_browser(self, crash: BrowserCrashed, url: str) -> str:
+        """Chromium exited: a fresh context from the run's last saved state (on a relaunched Chromium, which every run
+        on this host shares; each run recovers itself), with the network guard, downloads, live view, person control
+        and a new trace (the dead context's trace is lost with it). Returns why `url` did not open, or ""."""
+        old, open_context = self.toolset, self._open_context
+        if open_context is None:
+            raise crash
+        with contextlib.suppress(Exception):
+            self.browser(
+                old.close(), doing="close the lost context", timeout=BROWSER_SETUP_TIMEOUT_SECONDS, watched=False
+            )
+        try:
+            open_context(self.saved_state)
+        except Exception as error:
+            raise BrowserCrashed(f"{crash} A fresh browser could not be started: {first_line(error)}") from error
+        if self.live is not None:
+            self.live.follow(self.toolset)
+        self.browser(
+            tracing.start(self.toolset.context, self.run.public_id),
+            doing="start the run's trace",
+            timeout=BROWSER_SETUP_TIMEOUT_SECONDS,
+        )
+        if not url or url == "about:blank":
+            return ""
+        try:
+            self.browser(self.toolset.open(url), doing="reopen the page", crashed=lambda error: f"{crash} {error}")
+        except BrowserCrashed:
+            raise
+        except Exception as error:
+            return error_text(error)
+        return ""
+
+    def current_url(self) -> str:
+        """The URL of the agent's tab, as the driver last knew it (a dead tab keeps its last URL)."""
+        page = self._toolset.active_page() if self._toolset is not None else None
+        return page.url if page is not None else ""
+
+    def keep_state(self) -> None:
+        """On the lane, after an action turn: read the run's storage state (cookies, local storage, IndexedDB) into
+        this worker's memory, what a fresh browser starts from if Chromium exits. Never raises: a state that cannot be
+        read now leaves the last one."""
+        started = time.perf_counter()
+        try:
+            state = self.browser(
+                self.toolset.storage_state(), doing="give its storage state", timeout=STATE_READ_SECONDS
+            )
+        except Exception as error:
+            log.info("run %s: browser state not kept: %s", self.run.public_id, first_line(error))
+            return
+        self.saved_state = state
+        self.saved_state_values |= tracing.state_values(state)
+        log.debug("run %s: browser state kept in %.1f ms", self.run.public_id, (time.perf_counter() - started) * 1000)
 
     def report_downloads(self, block: dict[str, Any] | None) -> None:
         """What the run's browser downloaded since the last call: a `file.downloaded` event each (and its webhook),
@@ -468,6 +604,8 @@ class AgentLoop:
         if self._toolset is None:
             files.remove_run_directory(self.run)
             return
+        with contextlib.suppress(LaneFailed):  # (record.close reports it) no state read on the lane from here on
+            self.record.flush()
         try:
             if self.browser_failed:
                 # A hung page would hang each browser call again for its whole timeout: keep what the agent last
@@ -500,10 +638,18 @@ class AgentLoop:
         finally:
             self.keep_trace()
             try:
-                self.browser(self.toolset.close(), doing="close the context", timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
+                self.browser(
+                    self.closed(), doing="close the context", timeout=BROWSER_SETUP_TIMEOUT_SECONDS, watched=False
+                )
             except Exception:
                 log.warning("run %s: the browser context did not close cleanly", self.run.public_id, exc_info=True)
             files.remove_run_directory(self.run)
+
+    async def closed(self) -> None:
+        """Close the run's context; the loss watch then hears the close as the run's own."""
+        if self._watch is not None:
+            self._watch.closing = True
+        await self.toolset.close()
 
     def final_state(self) -> dict[str, Any] | None:
         """The browser's storage state as the run leaves it (read once, after the trace stopped); None without a
@@ -532,7 +678,7 @@ class AgentLoop:
                     self.toolset.context,
                     self.run.public_id,
                     self.run.secrets,
-                    state=lambda: tracing.state_values(self.start_state, self.final_state()),
+                    state=lambda: self.saved_state_values | tracing.state_values(self.start_state, self.final_state()),
                 )
         except Exception:
             log.warning("run %s: the trace was not kept", self.run.public_id, exc_info=True)
@@ -608,6 +754,9 @@ class AgentLoop:
             self.safe_point()
             self.attend()
             self.record.hand_off()  # the last turn is recorded while the model answers
+            if self.state_stale:  # and the browser's state read, for a fresh browser to start from
+                self.state_stale = False
+                self.record.also(self.keep_state)
             params = self.request()
             ending = self.within_budget()
             if ending is not None:
@@ -895,7 +1044,11 @@ class AgentLoop:
         problem = extraction.input_problem(use.input)
         if problem is not None:
             return result_block(use, problem, is_error=True)
-        text, url = self.browser(extraction.page_text_and_url(self.toolset), doing="give the page's text")
+        try:
+            text, url = self.browser(extraction.page_text_and_url(self.toolset), doing="give the page's text")
+        except BrowserCrashed as crash:
+            now, problem = self.recover(crash)  # or raised again, as in browse
+            return result_block(use, prompts.browser_restarted(use.name, str(crash.cause), now, problem), is_error=True)
         model = extraction.extraction_model(self.run)
         room = spending.headroom(self.run)
         if room.left is not None:

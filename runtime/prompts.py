@@ -143,3 +143,25 @@ def task_message(task: str, start_url: str = "", start_problem: str = "") -> str
         else:
             lines.append("The browser is already open at the start URL.")
     return "\n".join(lines)
+
+
+def browser_restarted(action: str, cause: str, url: str, problem: str = "") -> str:
+    """The tool result of an action the browser was lost during: the browser was restarted, what that cost the agent,
+    and where it is now, so it checks the page rather than assume its action happened."""
+    if cause == "renderer_crash":
+        what = (
+            "The browser's tab crashed during this action, and the run reopened it in a fresh tab of the same browser "
+            "session: cookies, sign-ins and stored data are kept; what was typed into the page and not submitted is "
+            "lost."
+        )
+    else:
+        what = (
+            "The browser exited during this action, and the run started a fresh browser from its state as last saved "
+            "after your previous action turn: cookies and stored data set since then, your other tabs and what was "
+            "typed into the page and not submitted are lost."
+        )
+    where = f" Could not reopen {url}: {problem}." if problem else f" You are now at {url or 'a blank page'}."
+    return (
+        f"[notice] Your browser was restarted. {what}{where} The {action} action may not have happened: check the "
+        "page before you go on."
+    )

@@ -80,6 +80,11 @@ class TurnRecord:
 
         self.lane.submit(write)
 
+    def also(self, job: Callable[[], None]) -> None:
+        """Other work the model does not wait for (reading the browser's state), on the lane after the turn's record;
+        `job` must not raise, or the lane stops as for a record that failed."""
+        self.lane.submit(job)
+
     def before_acting(self) -> None:
         """Before a reply's first browser action: every earlier turn is committed, and its live-view image taken
         (of the page as that turn left it)."""

@@ -183,6 +183,11 @@ class LiveView:
         except Exception:
             return None
 
+    def follow(self, toolset: PlaywrightBrowserToolset) -> None:
+        """The run's browser was restarted: stream the fresh toolset's active tab from the next poll on (the old tab's
+        screencast is stopped then, as on a tab switch)."""
+        self.toolset = toolset
+
     def stop(self) -> None:
         """The run is ending: stop polling and the screencast, and tell viewers the live picture is over."""
         if self._stopped.is_set():

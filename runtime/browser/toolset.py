@@ -257,6 +257,24 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         """Cookies, localStorage and IndexedDB of the context, for a follow-up run or a profile to continue from."""
         return dict(await self.context.storage_state(indexed_db=True))
 
+    async def reopen_crashed_tab(self, crashed: Page | None, url: str) -> str:
+        """After a tab's renderer crashed (`crashed`, else the active tab): a fresh tab of the same context (its
+        cookies and storage kept), now the active one, at `url` when there is one; the crashed tab is closed. Returns
+        why `url` could not be opened, or ""."""
+        crashed = crashed or self.active_page()
+        page = await self.context.new_page()
+        self._register(page, opened=False)  # the crashed tab's replacement, now the active one
+        if crashed is not None:
+            with contextlib.suppress(PlaywrightError):
+                await crashed.close()
+        if not url or url == "about:blank":
+            return ""
+        try:
+            await self._goto(page, url)
+        except (ToolError, PlaywrightError) as error:
+            return first_line(error)
+        return ""
+
     async def close(self) -> None:
         await super().close()
         try:

@@ -153,6 +153,18 @@
           "Run started · " + d.model + " · up to " + d.max_turns + " turns" + (d.scripted ? " · scripted" : ""),
         );
         break;
+      case "browser.restarted":
+        item = compact(
+          event,
+          "Browser restarted (" +
+            d.recovery +
+            ") · " +
+            (d.cause === "renderer_crash"
+              ? "its tab crashed: a fresh tab, same session"
+              : "Chromium exited: a fresh browser from the last saved state") +
+            (d.url ? " · " + d.url : ""),
+        );
+        break;
       case "agent.final_view":
         item = compact(event, "Final view" + (d.url ? " · " + d.url : "") + (d.title ? " · " + d.title : ""));
         break;
@@ -231,6 +243,7 @@
     "context.compacted": 1,
     "run.started": 1,
     "agent.final_view": 1,
+    "browser.restarted": 1,
     "run.finished": 1,
     "run.waiting": 1,
     "run.judged": 1,

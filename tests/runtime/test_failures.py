@@ -1,7 +1,5 @@
 """Failures that are not the agent's (model, browser, cancel), and the browser state a session carries between runs."""
 
-import os
-import signal
 import threading
 
 import pytest
@@ -15,7 +13,6 @@ from tests import messages_stub as stub_fixtures
 from tests.support import launching, workers
 from tests.support.factories import make_run, make_session
 from tests.support.launching import events, finished, launch, wait_for
-from tests.support.processes import chromium_pids
 from tests.support.replies import browser, done
 
 messages_stub_server = stub_fixtures.messages_stub_server
@@ -99,29 +96,6 @@ def test_a_follow_up_run_starts_with_the_sessions_cookies_and_storage(acme, site
     page = events(follow_up, "agent.tool_result")[0].payload["content"]
     assert "cookie: session_token=abc123" in page
     assert "stored: kept in local storage" in page
-
-
-def test_a_browser_crash_fails_the_run_with_browser_error_and_the_next_run_gets_a_fresh_browser(
-    acme, site, messages_stub, runtime_worker
-):
-    def crash_then_navigate(request: dict) -> dict:
-        for pid in chromium_pids(runtime_worker.process.pid):
-            os.kill(pid, signal.SIGKILL)  # the Chromium our worker started
-        wait_for(lambda: not chromium_pids(runtime_worker.process.pid), timeout=30, message="Chromium to be gone")
-        return browser("navigate", url=f"{site}/index.html")
-
-    messages_stub.agent(browser("get_page_text"), crash_then_navigate)
-    run = finished(launch(acme, start_url=f"{site}/runtime_shop.html"))
-
-    assert run.status == Run.Status.FAILED
-    assert run.error_code == Run.ErrorCode.BROWSER_ERROR
-    assert "browser" in run.error_message.lower()
-    assert len(events(run, "agent.tool_result")) >= 1
-
-    messages_stub.agent(browser("get_page_text"), done(True, "Fine again."))
-    after = finished(launch(acme, start_url=f"{site}/runtime_shop.html"))
-    assert after.status == Run.Status.SUCCEEDED
-    assert "Kettle" in events(after, "agent.tool_result")[0].payload["content"]
 
 
 short_limit_worker = workers.short_limit_worker

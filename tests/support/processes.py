@@ -99,3 +99,16 @@ def chromium_main_processes() -> list[int]:
         if b"chrom" in command[0] and b"--type=" not in b" ".join(command):
             found.append(pid)
     return found
+
+
+def renderer_pids(root: int) -> list[int]:
+    """The renderer processes (one per tab's site) among the descendants of `root`: killing one crashes its tabs."""
+    found = []
+    for pid in descendants(root):
+        try:
+            command = command_line(pid)
+        except OSError:
+            continue
+        if b"--type=renderer" in b" ".join(command):
+            found.append(pid)
+    return found
