@@ -202,7 +202,7 @@ class Price(models.Model):
 class ModelRequestQuerySet(models.QuerySet["ModelRequest"]):
     def bulk_create(self, objs: Iterable["ModelRequest"], *args: Any, **kwargs: Any) -> list["ModelRequest"]:
         """As save does, each new request is added to its day's rollup (UsageDay) in the same transaction."""
-        with transaction.atomic(using=self.db):
+        with transaction.atomic(using=self.db, savepoint=False):
             created = super().bulk_create(objs, *args, **kwargs)
             UsageDay.add(created)
         return created
@@ -264,7 +264,7 @@ class ModelRequest(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         """A new request is added to its day's rollup in the same transaction; a request is never changed after."""
         adding = self._state.adding
-        with transaction.atomic():
+        with transaction.atomic(savepoint=False):  # within a turn's record, its transaction; alone, one of its own
             super().save(*args, **kwargs)
             if adding:
                 UsageDay.add([self])

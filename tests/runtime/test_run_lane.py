@@ -104,8 +104,9 @@ def test_a_turn_is_recorded_in_one_transaction_with_its_seqs_taken_at_once(db, a
     assert run.cost_usd == ModelRequest.objects.get(run=run).cost_usd > Decimal(0)
     assert run.signals == {"turns": 1, "max_turns": 5}
     writes = [query["sql"] for query in queries.captured_queries if not query["sql"].startswith("SELECT")]
-    # the request's row, the run's totals and signals, the seqs, the events: one statement each
-    assert len([sql for sql in writes if not sql.startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]) == 4, writes
+    # the request's row and its day in the billing rollup, the run's totals and signals, the seqs, the events: one
+    # statement each
+    assert len([sql for sql in writes if not sql.startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]) == 5, writes
 
 
 @pytest.mark.worker
