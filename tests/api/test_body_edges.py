@@ -55,7 +55,7 @@ def test_a_body_not_sent_as_json_is_unsupported_media(api, content_type):
 
     assert response.status_code == 415
     error = error_of(response)
-    assert error["type"] == "invalid_request"
+    assert error["type"] == "unsupported_media_type"
     assert error["message"].startswith("The request body must be sent as application/json")
     assert not Run.objects.exists()
 
