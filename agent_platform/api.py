@@ -4,8 +4,8 @@ import json
 import logging
 import math
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, cast
+from datetime import datetime
+from typing import Annotated, Any, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -18,6 +18,7 @@ from ninja.openapi.docs import _csrf_needed
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
+from pydantic import BeforeValidator
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -32,6 +33,7 @@ from .errors import (
     ServiceUnavailable,
     UnsupportedMediaType,
 )
+from .lib.timestamps import parse_rfc3339
 from .models import ApiKey, Workspace
 
 log = logging.getLogger(__name__)
@@ -219,14 +221,28 @@ class ErrorOut(Schema):
 ERROR_RESPONSES = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 429: ErrorOut}
 
 
-def utc_instant(value: datetime | None, field: str) -> datetime | None:
-    """A query's date-time in UTC (naive means UTC); offsets PostgreSQL refuses or out-of-range years are a 400."""
-    if value is None:
-        return None
-    try:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    except (OverflowError, ValueError):
-        raise InvalidRequest.of_field(field, f"{value.isoformat()} is out of range.") from None
+def rfc3339_instant(value: Any) -> Any:
+    """A query's date-time as the document says it (RFC 3339, offset required), read as its UTC instant; not a bare
+    date, a naive time or a number, which pydantic alone would take (`to=0.5` as half a second after 1970)."""
+    return parse_rfc3339(value) if isinstance(value, str) else value
+
+
+# What each documented pattern means, said to a caller whose value does not match it instead of the expression.
+PATTERN_MEANINGS: dict[str, str] = {}
+
+
+def documented_pattern(pattern: str, meaning: str) -> str:
+    """`pattern`, for a field's `pattern=` (the document shows it, pydantic checks it); a value that does not match
+    is refused with `meaning` as the field's message."""
+    PATTERN_MEANINGS[pattern] = meaning
+    return pattern
+
+
+# A text field that must hold more than white space (services strip it): the document's pattern, checked as it says.
+NOT_BLANK = documented_pattern(r"\S", "must not be empty or only white space")
+
+# A date-time query parameter: `format: date-time` in the document, and exactly that accepted.
+Instant = Annotated[datetime, BeforeValidator(rfc3339_instant)]
 
 
 # The envelope type of a status nothing of ours raised (ninja's own HttpError), from the error classes themselves.
@@ -266,12 +282,20 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
     )
 
 
+def validation_message(error: dict[str, Any]) -> str:
+    """pydantic's message for one error, or ours where its own would quote a pattern at the caller."""
+    if error.get("type") == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern", "")
+        return PATTERN_MEANINGS.get(pattern, f"must match the pattern {pattern}")
+    return str(error.get("msg", "invalid"))
+
+
 def describe_validation_errors(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:
     """One readable sentence naming the fields, and the per-field detail."""
     detail = []
     for error in errors:
         loc = [str(part) for part in error.get("loc", []) if part not in ("body", "payload", "query", "path")]
-        detail.append({"field": ".".join(loc) or "(body)", "message": error.get("msg", "invalid")})
+        detail.append({"field": ".".join(loc) or "(body)", "message": validation_message(error)})
     parts = [f"{item['field']}: {item['message']}" for item in detail[:5]]
     return "Invalid request: " + "; ".join(parts), detail
 

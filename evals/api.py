@@ -7,7 +7,7 @@ from typing import Any, Literal
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
+from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut
 from agent_platform.errors import NotFound
 from runs.judging.models import Judgment
 
@@ -27,7 +27,7 @@ LIST_MAX = 100
 class BatchTaskIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    task: StrictStr = Field(description="What the agent should do.")
+    task: StrictStr = Field(pattern=NOT_BLANK, description="What the agent should do.")
     start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
     output_schema: dict[str, Any] | None = Field(
         None, description="The object JSON Schema the run's data must satisfy."
@@ -50,7 +50,7 @@ class BatchIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     name: StrictStr = Field("", description="A label for the batch.")
-    tasks: list[BatchTaskIn] = Field(description="The suite: one task, or up to 200.")
+    tasks: list[BatchTaskIn] = Field(min_length=1, max_length=200, description="The suite: one task, or up to 200.")
     configs: list[BatchConfigIn] | None = Field(None, description="Up to 10 configurations; every task runs with each.")
     repeats: StrictInt = Field(1, description="Runs of every task x configuration, 1 to 100.")
     concurrency: StrictInt = Field(

@@ -1,27 +1,25 @@
 """The runs API: launch, list, read and cancel runs, read their events, and their sessions. (Re-judging and the
 judgments list are the judge's endpoints, in runs/judging/api.py.)"""
 
-import base64
-import binascii
 import dataclasses
-import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from django.conf import settings
 from django.db.models import Count, Model, Prefetch, Q, QuerySet
 from django.http import HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
-from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, StringConstraints
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, utc_instant
-from agent_platform.errors import InvalidRequest, NotFound
+from agent_platform import ids
+from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, Instant, documented_pattern
+from agent_platform.errors import NotFound
 
 from . import human
 from .judging.models import latest_judge_verdict
-from .launch import launch_run
+from .launch import TASK_MAX_CHARS, launch_run
 from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Run, RunInput, Session
 from .profiles.models import Profile
@@ -54,7 +52,11 @@ class OutcomeIn(Schema):
 class RunIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    task: StrictStr = Field(description="What the agent should do (at most 20,000 characters).")
+    task: StrictStr = Field(
+        pattern=NOT_BLANK,
+        max_length=TASK_MAX_CHARS,
+        description="What the agent should do (at most 20,000 characters).",
+    )
     session_id: StrictStr | None = Field(None, description="Continue in this session (its browser state and schema).")
     start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
     model: StrictStr | None = Field(
@@ -352,23 +354,26 @@ def reload(request: ApiRequest, run: Run) -> Run:
 # --- cursors: opaque, over (created_at, id) so pages stay stable while new rows arrive --------------------------------
 
 
+# A cursor is the position after a page's last row: its creation instant in microseconds since 1970, a dot, and its
+# primary key. Every string of this shape is a position, so the API takes exactly what the document's pattern says.
+CURSOR_PATTERN = documented_pattern(r"^[0-9]{1,16}\.[0-9]{1,18}$", "not a cursor this API returned.")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
+# A session's id where a filter takes one (a query parameter): refused unless it has the shape ids.session_id makes.
+SessionId = Annotated[
+    str, StringConstraints(pattern=documented_pattern(ids.public_id_pattern("sess"), "not a session id of this API."))
+]
+
+
 def encode_cursor(row: Run | Session | Profile) -> str:
-    raw = json.dumps([row.created_at.isoformat(), row.pk]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return f"{(row.created_at - EPOCH) // timedelta(microseconds=1)}.{row.pk}"
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    try:
-        if len(cursor) > 200:
-            raise ValueError(cursor)
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, pk = json.loads(raw)
-        created_at = datetime.fromisoformat(created_at).astimezone(UTC)
-        if not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk <= 2**63 - 1:
-            raise ValueError(pk)
-        return created_at, pk
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, OverflowError, RecursionError):
-        raise InvalidRequest.of_field("cursor", "not a cursor this API returned.") from None
+    """The position a cursor names; its shape was checked against CURSOR_PATTERN (16 digits stay before year 2287)."""
+    microseconds, pk = cursor.split(".")
+    return EPOCH + timedelta(microseconds=int(microseconds)), int(pk)
 
 
 @dataclass(frozen=True)
@@ -390,11 +395,6 @@ def paginate(queryset: QuerySet[Paged], cursor: str | None, limit: int) -> Page[
     has_more = len(rows) > limit
     rows = rows[:limit]
     return Page(rows, encode_cursor(rows[-1]) if has_more else None, has_more)
-
-
-def check_public_id(value: str | None, field: str) -> None:
-    if value is not None and not PUBLIC_ID.match(value):
-        raise InvalidRequest.of_field(field, "not an id of this API.")
 
 
 # --- runs ----------------------------------------------------------------------------------------------------------
@@ -425,11 +425,11 @@ def create_run(
 
 class RunFilters(Schema):
     status: Literal["queued", "running", "succeeded", "failed", "cancelled"] | None = None
-    session_id: str | None = None
+    session_id: SessionId | None = None
     verdict: Literal["pass", "fail", "uncertain"] | None = Field(None, description="The latest judgment's verdict.")
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    cursor: str | None = Field(None, description="next_cursor of the previous page.")
+    created_after: Instant | None = None
+    created_before: Instant | None = None
+    cursor: Cursor | None = Field(None, description="next_cursor of the previous page, as it was given.")
     limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
 
 
@@ -439,13 +439,12 @@ def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> dict[str, Any]
     if filters.status:
         runs = runs.filter(status=filters.status)
     if filters.session_id is not None:
-        check_public_id(filters.session_id, "session_id")
         runs = runs.filter(session__public_id=filters.session_id)
     if filters.verdict:
         runs = runs.annotate(latest_verdict=latest_judge_verdict()).filter(latest_verdict=filters.verdict)
-    if created_after := utc_instant(filters.created_after, "created_after"):
+    if created_after := filters.created_after:
         runs = runs.filter(created_at__gt=created_after)
-    if created_before := utc_instant(filters.created_before, "created_before"):
+    if created_before := filters.created_before:
         runs = runs.filter(created_at__lt=created_before)
     page = paginate(runs, filters.cursor, filters.limit)
     return {"runs": [run_out(run) for run in page.rows], "next_cursor": page.next_cursor, "has_more": page.has_more}
@@ -494,7 +493,11 @@ class ResumeIn(Schema):
 class MessageIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    text: StrictStr = Field(description="The message for the agent (at most 10,000 characters).")
+    text: StrictStr = Field(
+        pattern=NOT_BLANK,
+        max_length=human.TEXT_MAX_CHARS,
+        description="The message for the agent (at most 10,000 characters).",
+    )
 
 
 def body_examples(**examples: dict[str, Any]) -> dict[str, Any]:
@@ -649,7 +652,7 @@ def session_out(session: Session, run_count: int) -> dict[str, Any]:
 
 
 class SessionFilters(Schema):
-    cursor: str | None = Field(None, description="next_cursor of the previous page.")
+    cursor: Cursor | None = Field(None, description="next_cursor of the previous page, as it was given.")
     limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
 
 

@@ -9,8 +9,8 @@ from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictStr
 from pydantic.json_schema import JsonDict
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
-from runs.api import PAGE_DEFAULT, PAGE_MAX, RunOut, find, paginate, reload, run_out, runs_of
+from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut
+from runs.api import PAGE_DEFAULT, PAGE_MAX, Cursor, RunOut, find, paginate, reload, run_out, runs_of
 
 from . import services
 from .models import Profile
@@ -31,7 +31,9 @@ PROFILE_EXAMPLE: JsonDict = {
 class ProfileIn(Schema):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"name": "Supplier portal (accounts@)"}]})
 
-    name: StrictStr = Field(description="A name of your choosing, 1 to 100 characters.")
+    name: StrictStr = Field(
+        pattern=NOT_BLANK, max_length=100, description="A name of your choosing, 1 to 100 characters."
+    )
 
 
 class ProfileOut(Schema):
@@ -65,7 +67,7 @@ class SignInIn(Schema):
 
 
 class ProfileFilters(Schema):
-    cursor: str | None = Field(None, description="next_cursor of the previous page.")
+    cursor: Cursor | None = Field(None, description="next_cursor of the previous page, as it was given.")
     limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
 
 

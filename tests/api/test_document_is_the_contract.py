@@ -1,0 +1,101 @@
+"""The OpenAPI document says what the API accepts, and the API takes exactly that: date-times as RFC 3339, cursors of
+the documented shape, ids of their documented shape, text that is more than white space."""
+
+import re
+import urllib.parse
+
+import pytest
+
+from agent_platform.ids import public_id_pattern
+from runs.api import CURSOR_PATTERN
+from runs.models import Run
+from tests.support.factories import make_run
+
+pytestmark = pytest.mark.django_db
+
+
+def get(api, path: str, query: dict[str, str]):
+    return api.get(f"{path}?{urllib.parse.urlencode(query)}")
+
+
+def error_of(response, status: int) -> dict:
+    assert response.status_code == status, response.content[:300]
+    return response.json()["error"]
+
+
+@pytest.fixture
+def document(client) -> dict:
+    return client.get("/api/v1/openapi.json").json()
+
+
+def query_schema(document: dict, path: str, name: str) -> dict:
+    parameters = document["paths"][f"/api/v1{path}"]["get"]["parameters"]
+    schema = next(parameter["schema"] for parameter in parameters if parameter["name"] == name)
+    return next((option for option in schema.get("anyOf", [schema]) if option.get("type") == "string"), schema)
+
+
+@pytest.mark.parametrize("value", ["0.5", "1733212345", "2026-12-03", "2026-12-03T09:00:00", "2026-02-30T00:00:00Z"])
+def test_a_date_time_query_that_is_not_rfc_3339_is_refused_naming_the_parameter(api, value):
+    error = error_of(get(api, "/usage", {"to": value}), 400)
+
+    assert error["type"] == "invalid_request"
+    assert error["message"].startswith("Invalid request: to: ")
+
+
+def test_an_rfc_3339_date_time_with_any_offset_is_read_as_its_utc_instant(api, acme):
+    run = make_run(acme)
+    before = run.created_at.astimezone().isoformat()  # the machine's offset, written out
+    assert get(api, "/runs", {"created_before": before}).json()["runs"] == []
+    for value in ("2000-01-01T00:00:00Z", "2000-01-01t05:30:00.123456+05:30", "1999-12-31T23:59:60Z"):
+        assert [r["id"] for r in get(api, "/runs", {"created_after": value}).json()["runs"]] == [run.public_id]
+
+
+def test_the_document_says_date_time_where_the_api_reads_one(document):
+    for path, name in (("/usage", "from"), ("/usage", "to"), ("/runs", "created_after"), ("/runs", "created_before")):
+        assert query_schema(document, path, name)["format"] == "date-time"
+
+
+def test_every_cursor_of_the_documented_shape_is_a_position(api, acme, document):
+    older, newer = make_run(acme), make_run(acme)
+    assert query_schema(document, "/runs", "cursor")["pattern"] == CURSOR_PATTERN
+
+    first = get(api, "/runs", {"limit": 1}).json()
+    assert re.fullmatch(CURSOR_PATTERN, first["next_cursor"])
+    assert [r["id"] for r in first["runs"]] == [newer.public_id]
+    assert [r["id"] for r in get(api, "/runs", {"cursor": first["next_cursor"]}).json()["runs"]] == [older.public_id]
+    # Never issued, same shape: a position all the same (before 1970 nothing, far ahead everything).
+    assert get(api, "/runs", {"cursor": "0.0"}).json()["runs"] == []
+    assert len(get(api, "/runs", {"cursor": "9999999999999999.1"}).json()["runs"]) == 2
+
+
+@pytest.mark.parametrize("cursor", ["not-a-cursor", "eyJhIjogMX0", "1.2.3", "-1.5", "12345678901234567.1"])
+def test_a_cursor_of_another_shape_is_refused(api, cursor):
+    error = error_of(get(api, "/runs", {"cursor": cursor}), 400)
+    assert error["message"].startswith("Invalid request: cursor: ")
+
+
+def test_a_session_filter_takes_exactly_the_documented_id_shape(api, acme, document):
+    run = make_run(acme)
+    assert query_schema(document, "/runs", "session_id")["pattern"] == public_id_pattern("sess")
+
+    assert [r["id"] for r in get(api, "/runs", {"session_id": run.session.public_id}).json()["runs"]] == [run.public_id]
+    assert get(api, "/runs", {"session_id": "sess_" + "0" * 24}).json()["runs"] == []
+    for malformed in ("nope", run.public_id, "sess_" + "0" * 23, "SESS_" + "0" * 24):
+        assert "session_id" in error_of(get(api, "/runs", {"session_id": malformed}), 400)["message"]
+
+
+def test_blank_text_is_invalid_by_the_document_and_refused_by_the_api(api, document):
+    task = document["components"]["schemas"]["RunIn"]["properties"]["task"]
+    assert task["pattern"] == r"\S" and task["maxLength"] == 20_000
+
+    for blank in ("", " \t\n"):
+        error = error_of(api.post("/runs", {"task": blank}), 400)
+        assert error["message"] == "Invalid request: task: must not be empty or only white space"
+    assert not Run.objects.exists()
+
+
+def test_a_batch_of_no_tasks_is_invalid_by_the_document_and_refused(api, document):
+    tasks = document["components"]["schemas"]["BatchIn"]["properties"]["tasks"]
+    assert (tasks["minItems"], tasks["maxItems"]) == (1, 200)
+
+    assert "tasks" in error_of(api.post("/batches", {"tasks": []}), 400)["message"]
