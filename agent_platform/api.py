@@ -157,9 +157,23 @@ class StrictJsonParser(Parser):
                 detail={"content_type": content_type[:200]},
             )
         try:
-            data = json.loads(request.body, object_pairs_hook=no_duplicate_keys)
+            text = request.body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidRequest(
+                f"Invalid request body: not UTF-8 text (byte {error.start} cannot start or continue a character).",
+                detail={"position": error.start},
+            ) from None
+        try:
+            data = json.loads(text, object_pairs_hook=no_duplicate_keys)
         except RecursionError:
             raise too_deep() from None
+        except json.JSONDecodeError as error:
+            # The json module's words for what it expected, placed as an editor shows it (line and column from 1).
+            raise InvalidRequest(
+                f"Invalid request body: not valid JSON at line {error.lineno}, column {error.colno}: "
+                f"{error.msg[:1].lower()}{error.msg[1:]}.",
+                detail={"line": error.lineno, "column": error.colno},
+            ) from None
         if json_depth(data) > JSON_MAX_DEPTH:
             raise too_deep()
         problem = unstorable(data)
@@ -282,9 +296,16 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
     )
 
 
+# pydantic's error types for an operation's whole body being absent or not an object.
+BODY_NOT_AN_OBJECT = {"missing", "model_attributes_type", "model_type", "dict_type"}
+
+
 def validation_message(error: dict[str, Any]) -> str:
-    """pydantic's message for one error, or ours where its own would quote a pattern at the caller."""
-    if error.get("type") == "string_pattern_mismatch":
+    """pydantic's message for one error, or ours where its own would quote a pattern or speak of models."""
+    kind = error.get("type")
+    if tuple(error.get("loc", ())) in (("body", "payload"), ("body",)) and kind in BODY_NOT_AN_OBJECT:
+        return "a JSON object is required" if kind == "missing" else "must be a JSON object"
+    if kind == "string_pattern_mismatch":
         pattern = (error.get("ctx") or {}).get("pattern", "")
         return PATTERN_MEANINGS.get(pattern, f"must match the pattern {pattern}")
     return str(error.get("msg", "invalid"))
@@ -350,7 +371,8 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(exc.__cause__, ServiceError):
         return on_service_error(request, exc.__cause__)
     if isinstance(exc.__cause__, ValueError | RecursionError):
-        return on_service_error(request, InvalidRequest(f"The request body is not valid JSON: {exc.__cause__}"))
+        # The parser says what is wrong itself; anything else it raised is not worth quoting at a client.
+        return on_service_error(request, InvalidRequest("Invalid request body: not valid JSON."))
     code = CODE_BY_STATUS.get(exc.status_code, InvalidRequest.code)
     return error_response(request, exc.status_code, code, str(exc))
 
