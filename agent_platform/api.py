@@ -3,7 +3,9 @@
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, cast
 
@@ -18,10 +20,13 @@ from ninja.openapi.docs import _csrf_needed
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from . import ids
 from .errors import (
     ERROR_CLASSES,
     AuthenticationFailed,
@@ -254,6 +259,37 @@ def documented_pattern(pattern: str, meaning: str) -> str:
 
 # A text field that must hold more than white space (services strip it): the document's pattern, checked as it says.
 NOT_BLANK = documented_pattern(r"\S", "must not be empty or only white space")
+
+
+@dataclass(frozen=True)
+class PathId:
+    """An id in a path (`Annotated[str, PathId("schedule", "sch")]`): the document gives the shape
+    `ids.new_public_id(prefix)` makes (or one of the patterns `also` names, such as the v4 API's UUIDs), and an id of
+    another shape is refused before any lookup. It names nothing, so the answer is 404 not_found like an id that does
+    not exist, never a 400 that would tell the two apart (nor a NUL byte sent on to PostgreSQL)."""
+
+    what: str
+    prefix: str
+    also: tuple[str, ...] = ()
+
+    @property
+    def pattern(self) -> str:
+        return "|".join((ids.public_id_pattern(self.prefix), *self.also))
+
+    def refuse_other_shapes(self, value: str) -> str:
+        # Python's $ also matches before a final newline, which no id has.
+        if "\n" in value or not re.search(self.pattern, value):
+            raise NotFound(f"No {self.what} '{value[:60]}' in this workspace.")
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.refuse_other_shapes, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), "pattern": self.pattern}
+
 
 # A date-time query parameter: `format: date-time` in the document, and exactly that accepted.
 Instant = Annotated[datetime, BeforeValidator(rfc3339_instant)]

@@ -14,7 +14,7 @@ from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, StringConstraints
 
 from agent_platform import ids
-from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, Instant, documented_pattern
+from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, Instant, PathId, documented_pattern
 from agent_platform.errors import NotFound
 
 from . import human
@@ -26,6 +26,9 @@ from .profiles.models import Profile
 from .queueing import depth
 
 router = Router()
+# Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
+RunPathId = Annotated[str, PathId("run", "run", (UUID_ID.pattern,))]
+SessionPathId = Annotated[str, PathId("session", "sess", (UUID_ID.pattern,))]
 
 Found = TypeVar("Found", bound=Model)
 Paged = TypeVar("Paged", Run, Session, Profile)
@@ -451,7 +454,7 @@ def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> dict[str, Any]
 
 
 @router.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, tags=["runs"], summary="A run")
-def get_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def get_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     return run_out(find(runs_of(request), run_id, "run"))
 
 
@@ -463,7 +466,7 @@ def get_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
     description="Idempotent. A queued run is cancelled at once; a running one stops at its next safe point; "
     "a finished run is returned as it is.",
 )
-def cancel_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def cancel_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     request_cancel(run)
     return run_out(reload(request, run))
@@ -528,7 +531,7 @@ def body_examples(**examples: dict[str, Any]) -> dict[str, Any]:
         secret_code={"id": "inp_8h2j4k6l0z1x3c5v7b9n1m3q", "text": "482913"},
     ),
 )
-def answer_input(request: ApiRequest, run_id: str, payload: InputIn) -> dict[str, Any]:
+def answer_input(request: ApiRequest, run_id: RunPathId, payload: InputIn) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     human.answer_input(run, payload.id, payload.text, by=actor(request))
     return run_out(reload(request, run))
@@ -544,7 +547,7 @@ def answer_input(request: ApiRequest, run_id: str, payload: InputIn) -> dict[str
     "Pausing a paused run changes nothing; a run that is not running is 409. A pause longer than "
     "RUN_INPUT_TIMEOUT_SECONDS resumes by itself (run.resumed with by: timeout).",
 )
-def pause_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def pause_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     human.pause(run, by=actor(request))
     return run_out(reload(request, run))
@@ -562,7 +565,7 @@ def pause_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
         without_note={},
     ),
 )
-def resume_run(request: ApiRequest, run_id: str, payload: ResumeIn) -> dict[str, Any]:
+def resume_run(request: ApiRequest, run_id: RunPathId, payload: ResumeIn) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     human.resume(run, by=actor(request), note=payload.note)
     return run_out(reload(request, run))
@@ -577,7 +580,7 @@ def resume_run(request: ApiRequest, run_id: str, payload: ResumeIn) -> dict[str,
     "(run.message_queued now, agent.message_delivered when it is sent). 409 when the run has ended.",
     openapi_extra=body_examples(steer={"text": "Only look at invoices from 2026."}),
 )
-def queue_message(request: ApiRequest, run_id: str, payload: MessageIn) -> Status[dict[str, Any]]:
+def queue_message(request: ApiRequest, run_id: RunPathId, payload: MessageIn) -> Status[dict[str, Any]]:
     run = find(runs_of(request), run_id, "run")
     human.queue_message(run, payload.text, by=actor(request))
     return Status(202, run_out(reload(request, run)))
@@ -595,7 +598,7 @@ class EventFilters(Schema):
     summary="A run's events in order",
     description="Pass the previous answer's next_after as after to follow a run without gaps or duplicates.",
 )
-def list_events(request: ApiRequest, run_id: str, filters: Query[EventFilters]) -> dict[str, Any]:
+def list_events(request: ApiRequest, run_id: RunPathId, filters: Query[EventFilters]) -> dict[str, Any]:
     run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
     events = list(Event.objects.filter(run=run, seq__gt=filters.after).order_by("seq")[: filters.limit + 1])
     has_more = len(events) > filters.limit
@@ -673,7 +676,7 @@ def list_sessions(request: ApiRequest, filters: Query[SessionFilters]) -> dict[s
     tags=["sessions"],
     summary="A session with its schema and its runs in order",
 )
-def get_session(request: ApiRequest, session_id: str) -> dict[str, Any]:
+def get_session(request: ApiRequest, session_id: SessionPathId) -> dict[str, Any]:
     session = find(Session.objects.for_workspace(request.workspace), session_id, "session")
     runs = list(runs_of(request).filter(session=session).order_by("created_at", "id"))
     return {**session_out(session, len(runs)), "runs": [run_out(run) for run in runs]}

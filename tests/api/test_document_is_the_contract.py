@@ -3,13 +3,21 @@ the documented shape, ids of their documented shape, text that is more than whit
 
 import re
 import urllib.parse
+import uuid
 
 import pytest
 
+from agent_platform import ids
+from agent_platform.api import PATTERN_MEANINGS
 from agent_platform.ids import public_id_pattern
+from evals.models import batch_id
 from runs.api import CURSOR_PATTERN
+from runs.files import file_id
 from runs.models import Run
+from runs.profiles.models import profile_id
+from schedules.models import schedule_id
 from tests.support.factories import make_run
+from webhooks.models import delivery_id, endpoint_id
 
 pytestmark = pytest.mark.django_db
 
@@ -71,7 +79,8 @@ def test_every_cursor_of_the_documented_shape_is_a_position(api, acme, document)
 @pytest.mark.parametrize("cursor", ["not-a-cursor", "eyJhIjogMX0", "1.2.3", "-1.5", "12345678901234567.1"])
 def test_a_cursor_of_another_shape_is_refused(api, cursor):
     error = error_of(get(api, "/runs", {"cursor": cursor}), 400)
-    assert error["message"].startswith("Invalid request: cursor: ")
+    assert error["message"] == f"Invalid request: cursor: {PATTERN_MEANINGS[CURSOR_PATTERN]}"
+    assert PATTERN_MEANINGS[CURSOR_PATTERN] == "not a cursor this API returned."
 
 
 def test_a_session_filter_takes_exactly_the_documented_id_shape(api, acme, document):
@@ -99,3 +108,63 @@ def test_a_batch_of_no_tasks_is_invalid_by_the_document_and_refused(api, documen
     assert (tasks["minItems"], tasks["maxItems"]) == (1, 200)
 
     assert "tasks" in error_of(api.post("/batches", {"tasks": []}), 400)["message"]
+
+
+def path_patterns(document: dict) -> dict[str, set[str]]:
+    """Each id in a path, with every pattern the document gives it (one per operation)."""
+    patterns: dict[str, set[str]] = {}
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path" and parameter["schema"]["type"] == "string":
+                    patterns.setdefault(parameter["name"], set()).add(parameter["schema"]["pattern"])
+    return patterns
+
+
+def test_every_id_in_a_path_has_the_pattern_of_the_ids_the_platform_makes(document):
+    made = {
+        "run_id": ids.run_id(),
+        "session_id": ids.session_id(),
+        "file_id": file_id(),
+        "proxy_id": ids.proxy_id(),
+        "profile_id": profile_id(),
+        "batch_id": batch_id(),
+        "endpoint_id": endpoint_id(),
+        "delivery_id": delivery_id(),
+        "schedule_id": schedule_id(),
+    }
+    patterns = path_patterns(document)
+
+    assert set(patterns) == set(made)
+    for name, patterns_of_name in patterns.items():
+        (pattern,) = patterns_of_name  # one shape per id, whichever operation names it
+        assert re.search(pattern, made[name]), (name, pattern)
+        assert not re.search(pattern, made[name] + "x")
+    # the v4 API's UUIDs name the same runs and sessions
+    assert re.search(next(iter(patterns["run_id"])), str(uuid.uuid4()))
+
+
+def test_an_id_of_another_shape_is_404_like_one_that_does_not_exist(api, acme):
+    run = make_run(acme)
+    for path in (f"/runs/{run.session.public_id}", "/runs/run_x", "/sessions/nope", "/runs/run_%0A"):
+        assert error_of(api.get(path), 404)["type"] == "not_found"
+    assert api.get(f"/runs/{run.uuid}").json()["id"] == run.public_id
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("get", "/schedules/sch_%00"),
+        ("get", "/batches/bat_%00"),
+        ("get", "/profiles/prof_%00"),
+        ("get", "/files/file_%00/content"),
+        ("delete", "/proxies/proxy_%00"),
+        ("delete", "/webhooks/endpoints/whe_%00"),
+        ("post", "/webhooks/deliveries/whd_%00/resend"),
+    ],
+)
+def test_a_nul_in_any_id_is_404_before_the_database_sees_it(api, method, path):
+    """PostgreSQL refuses NUL in text: before ids had their shape checked, the lookups of these routers sent it on
+    and answered 500."""
+    error = error_of(getattr(api, method)(path), 404)
+    assert error["message"].startswith("No ") and error["message"].endswith(" in this workspace.")
