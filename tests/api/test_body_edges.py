@@ -159,3 +159,13 @@ def test_redis_unreachable_under_a_service_is_503_with_retry_after(api, acme, mo
     assert error["type"] == "service_unavailable"
     assert "127.0.0.1" not in error["message"]
     assert response["Retry-After"] == "2"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/nothing", "/api/v1/runs/run_abc/nothing", "/api/v1/runs/"])
+def test_a_path_the_api_does_not_have_is_404_in_the_envelope(api, path):
+    response = api.client.get(path, headers=api.headers)
+
+    assert response.status_code == 404
+    error = error_of(response)
+    assert error["type"] == "not_found"
+    assert error["message"].startswith("No operation at /api/v1/")
