@@ -257,8 +257,11 @@ def documented_pattern(pattern: str, meaning: str) -> str:
     return pattern
 
 
-# A text field that must hold more than white space (services strip it): the document's pattern, checked as it says.
-NOT_BLANK = documented_pattern(r"\S", "must not be empty or only white space")
+# A text field that must hold more than white space: one character that is not what Python's str.strip() removes (the
+# services strip), spelt out because \s means three different sets in Python, pydantic's Rust regex and ECMA-262, the
+# dialect the document's patterns are read in.
+WHITE_SPACE = r"\x09-\x0d\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NOT_BLANK = documented_pattern(f"[^{WHITE_SPACE}]", "must not be empty or only white space")
 
 
 @dataclass(frozen=True)

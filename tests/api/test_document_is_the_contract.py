@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from agent_platform import ids
-from agent_platform.api import PATTERN_MEANINGS
+from agent_platform.api import NOT_BLANK, PATTERN_MEANINGS, WHITE_SPACE
 from agent_platform.ids import public_id_pattern
 from evals.models import batch_id
 from runs.api import CURSOR_PATTERN
@@ -95,9 +95,9 @@ def test_a_session_filter_takes_exactly_the_documented_id_shape(api, acme, docum
 
 def test_blank_text_is_invalid_by_the_document_and_refused_by_the_api(api, document):
     task = document["components"]["schemas"]["RunIn"]["properties"]["task"]
-    assert task["pattern"] == r"\S" and task["maxLength"] == 20_000
+    assert task["pattern"] == NOT_BLANK and task["maxLength"] == 20_000
 
-    for blank in ("", " \t\n"):
+    for blank in ("", " \t\n", "\x1c\u3000\x85"):
         error = error_of(api.post("/runs", {"task": blank}), 400)
         assert error["message"] == "Invalid request: task: must not be empty or only white space"
     assert not Run.objects.exists()
@@ -168,3 +168,9 @@ def test_a_nul_in_any_id_is_404_before_the_database_sees_it(api, method, path):
     and answered 500."""
     error = error_of(getattr(api, method)(path), 404)
     assert error["message"].startswith("No ") and error["message"].endswith(" in this workspace.")
+
+
+def test_white_space_in_the_pattern_is_exactly_what_the_services_strip():
+    stripped = {chr(code) for code in range(0x10000) if chr(code).isspace()}
+    in_pattern = {chr(code) for code in range(0x10000) if re.fullmatch(f"[{WHITE_SPACE}]", chr(code))}
+    assert in_pattern == stripped
