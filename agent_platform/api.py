@@ -38,6 +38,7 @@ from .errors import (
     ServiceUnavailable,
     UnsupportedMediaType,
 )
+from .lib.text import WHITE_SPACE
 from .lib.timestamps import parse_rfc3339
 from .models import ApiKey, Workspace
 
@@ -257,10 +258,7 @@ def documented_pattern(pattern: str, meaning: str) -> str:
     return pattern
 
 
-# A text field that must hold more than white space: one character that is not what Python's str.strip() removes (the
-# services strip), spelt out because \s means three different sets in Python, pydantic's Rust regex and ECMA-262, the
-# dialect the document's patterns are read in.
-WHITE_SPACE = r"\x09-\x0d\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# A text field that must hold more than white space: one character that is not what the services strip.
 NOT_BLANK = documented_pattern(f"[^{WHITE_SPACE}]", "must not be empty or only white space")
 
 

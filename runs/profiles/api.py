@@ -9,15 +9,19 @@ from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictStr
 from pydantic.json_schema import JsonDict
 
-from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, PathId
+from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, PathId, documented_pattern
+from agent_platform.names import name_pattern
 from runs.api import PAGE_DEFAULT, PAGE_MAX, Cursor, RunOut, RunPathId, find, paginate, reload, run_out, runs_of
 
 from . import services
-from .models import Profile
+from .models import NAME_MAX_CHARS, Profile
 
 router = Router(tags=["profiles"])
 # Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
 ProfilePathId = Annotated[str, PathId("profile", "prof")]
+NAME_PATTERN = documented_pattern(
+    name_pattern(NAME_MAX_CHARS), f"must be 1 to {NAME_MAX_CHARS} characters, without control characters"
+)
 
 PROFILE_EXAMPLE: JsonDict = {
     "id": "prof_4k2j9x0c7v1b8n3m5q6w2e7r",
@@ -33,9 +37,7 @@ PROFILE_EXAMPLE: JsonDict = {
 class ProfileIn(Schema):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"name": "Supplier portal (accounts@)"}]})
 
-    name: StrictStr = Field(
-        pattern=NOT_BLANK, max_length=100, description="A name of your choosing, 1 to 100 characters."
-    )
+    name: StrictStr = Field(pattern=NAME_PATTERN, description="A name of your choosing, 1 to 100 characters.")
 
 
 class ProfileOut(Schema):

@@ -8,8 +8,9 @@ import uuid
 import pytest
 
 from agent_platform import ids
-from agent_platform.api import NOT_BLANK, PATTERN_MEANINGS, WHITE_SPACE
+from agent_platform.api import NOT_BLANK, PATTERN_MEANINGS
 from agent_platform.ids import public_id_pattern
+from agent_platform.lib.text import WHITE_SPACE
 from evals.models import batch_id
 from runs.api import CURSOR_PATTERN
 from runs.files import file_id

@@ -34,15 +34,13 @@ CHECKS = [
 ]
 # Operations whose valid-by-the-document input may still be refused, because what decides it is not a shape: the
 # launch's model, effort and thinking (the Models API says what a model takes), URLs whose host must be public or
-# allowed (start_url, proxies, webhooks), a cron line's fields, a pending input's id, control characters in names,
-# a multipart part the document cannot require. Every other operation must accept whatever the document allows.
+# allowed (start_url, proxies, webhooks), a cron line's fields, a pending input's id, a multipart part the document
+# cannot require. Every other operation must accept whatever the document allows.
 ACCEPTANCE_NOT_CHECKED = {
     "POST /api/v1/runs",
     "POST /api/v1/runs/{run_id}/input",
     "POST /api/v1/files",
     "POST /api/v1/proxies",
-    "POST /api/v1/profiles",
-    "PATCH /api/v1/profiles/{profile_id}",
     "POST /api/v1/batches",
     "POST /api/v1/webhooks/endpoints",
     "POST /api/v1/schedules",
