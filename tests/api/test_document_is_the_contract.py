@@ -1,6 +1,7 @@
 """The OpenAPI document says what the API accepts, and the API takes exactly that: date-times as RFC 3339, cursors of
 the documented shape, ids of their documented shape, text that is more than white space."""
 
+import itertools
 import re
 import urllib.parse
 import uuid
@@ -9,8 +10,10 @@ import pytest
 
 from agent_platform import ids
 from agent_platform.api import NOT_BLANK, PATTERN_MEANINGS
+from agent_platform.errors import InvalidRequest
 from agent_platform.ids import public_id_pattern
 from agent_platform.lib.text import WHITE_SPACE
+from agent_platform.names import clean_name, name_pattern
 from evals.models import batch_id
 from runs.api import CURSOR_PATTERN
 from runs.files import file_id
@@ -175,3 +178,18 @@ def test_white_space_in_the_pattern_is_exactly_what_the_services_strip():
     stripped = {chr(code) for code in range(0x10000) if chr(code).isspace()}
     in_pattern = {chr(code) for code in range(0x10000) if re.fullmatch(f"[{WHITE_SPACE}]", chr(code))}
     assert in_pattern == stripped
+
+
+def test_the_name_pattern_takes_exactly_the_names_clean_name_takes():
+    pattern = re.compile(name_pattern(10))
+    alphabet = ["a", "é", " ", "\t", "\n", "\x1c", "\u3000", "\x85", "\x00", "\x01", "\x7f"]
+    # Every string of up to 3 of these, and longer ones around the limit.
+    samples = ["".join(chars) for size in range(4) for chars in itertools.product(alphabet, repeat=size)]
+    samples += [" " + "a" * 10 + "\n", "a" * 11, "a" + "\t" + "a", "a" * 9 + "\x7f"]
+    for name in samples:
+        try:
+            clean_name(name, 10)
+            taken = True
+        except InvalidRequest:
+            taken = False
+        assert taken == bool(pattern.search(name)), repr(name)
