@@ -9,6 +9,7 @@ from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, PathId
 from agent_platform.errors import NotFound
+from runs.api import JudgeContext
 from runs.judging.models import Judgment
 
 from . import reports, services, stats
@@ -200,7 +201,7 @@ class BatchRunListOut(Schema):
 class RejudgeBatchIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    judge_context: list[StrictStr] | None = Field(None, description="Replaces each run's judge_context if given.")
+    judge_context: JudgeContext | None = Field(None, description="Replaces each run's judge_context if given.")
     judge_model: StrictStr | None = Field(None, description="Another judge model, where the judge service takes one.")
 
 

@@ -16,9 +16,11 @@ from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, 
 from agent_platform import ids
 from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, Instant, PathId, documented_pattern
 from agent_platform.errors import NotFound
+from agent_platform.lib.text import stripped_text_pattern
 
 from . import human
 from .judging.models import latest_judge_verdict
+from .judging.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS
 from .launch import TASK_MAX_CHARS, launch_run
 from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Run, RunInput, Session
@@ -39,6 +41,20 @@ PAGE_MAX = 100
 EVENTS_DEFAULT = 100
 EVENTS_MAX = 1000
 SEQ_MAX = 2**31 - 1
+
+
+# The statements a judge weighs first: as many and as long as judging.services.clean_judge_context takes, each
+# non-blank once stripped.
+JudgeStatement = Annotated[
+    StrictStr,
+    StringConstraints(
+        pattern=documented_pattern(
+            stripped_text_pattern(JUDGE_CONTEXT_MAX_CHARS),
+            f"must be 1 to {JUDGE_CONTEXT_MAX_CHARS} characters, not only white space",
+        )
+    ),
+]
+JudgeContext = Annotated[list[JudgeStatement], Field(max_length=JUDGE_CONTEXT_MAX_STATEMENTS)]
 
 
 # --- schemas -------------------------------------------------------------------------------------------------------
@@ -89,7 +105,7 @@ class RunIn(Schema):
         None, description="An object JSON Schema in the bounded subset (at most 8 KiB) the run's data must satisfy."
     )
     judge: StrictBool = Field(False, description="Have a judge read the run after it finishes.")
-    judge_context: list[StrictStr] | None = Field(
+    judge_context: JudgeContext | None = Field(
         None, description="At most 8 statements of at most 500 characters the judge weighs first."
     )
     outcome: OutcomeIn | None = None

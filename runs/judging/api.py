@@ -5,10 +5,10 @@ runs served them, so the API document is unchanged by where they live."""
 from typing import Any
 
 from ninja import Field, Router, Schema, Status
-from pydantic import ConfigDict, StrictStr
+from pydantic import ConfigDict
 
 from agent_platform.api import ApiRequest, ErrorOut
-from runs.api import ERRORS, JudgmentOut, RunOut, RunPathId, find, reload, run_out, runs_of
+from runs.api import ERRORS, JudgeContext, JudgmentOut, RunOut, RunPathId, find, reload, run_out, runs_of
 from runs.models import Run
 
 from .models import Judgment
@@ -20,9 +20,7 @@ router = Router()
 class RejudgeIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    judge_context: list[StrictStr] | None = Field(
-        None, description="Replaces the run's judge_context for this reading."
-    )
+    judge_context: JudgeContext | None = Field(None, description="Replaces the run's judge_context for this reading.")
 
 
 class JudgmentDetailOut(JudgmentOut):

@@ -193,3 +193,17 @@ def test_the_name_pattern_takes_exactly_the_names_clean_name_takes():
         except InvalidRequest:
             taken = False
         assert taken == bool(pattern.search(name)), repr(name)
+
+
+def test_judge_context_is_as_long_as_the_document_says_and_no_longer(api, acme, document):
+    run = make_run(acme, status=Run.Status.SUCCEEDED)
+    schema = document["components"]["schemas"]["RejudgeIn"]["properties"]["judge_context"]["anyOf"][0]
+    assert schema["maxItems"] == 8
+    statement = re.compile(schema["items"]["pattern"])
+    assert statement.search(" " + "x" * 500 + "\n") and not statement.search("x" * 501) and not statement.search(" ")
+
+    taken = api.post(f"/runs/{run.public_id}/rejudge", {"judge_context": [" " + "x" * 500 + "\n"] * 8})
+    assert taken.status_code == 202, taken.content
+    for refused in (["x"] * 9, ["x" * 501], ["  "]):
+        error = error_of(api.post(f"/runs/{run.public_id}/rejudge", {"judge_context": refused}), 400)
+        assert error["message"].startswith("Invalid request: judge_context")

@@ -101,8 +101,11 @@ def test_no_input_gets_a_server_error(api_schema, acme, acme_key):
                 derandomize=bool(os.environ.get("CI")),
             )
             def call(case):
+                # Only a valid case may have its id swapped for a real one: in an invalid one the id may be what
+                # makes it invalid, and the swap would make it valid.
+                swap_ids = case.meta.generation.mode.is_positive
                 for name, value in (case.path_parameters or {}).items():
-                    if name in known_ids and isinstance(value, str) and len(value) % 3 == 0:
+                    if swap_ids and name in known_ids and isinstance(value, str) and len(value) % 3 == 0:
                         case.path_parameters[name] = known_ids[name]
                 case.call_and_validate(checks=checks_for(case.operation.label))
 

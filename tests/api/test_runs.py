@@ -151,12 +151,12 @@ def test_follow_up_naming_the_same_schema_is_fine(api):
 
 def test_judge_context_of_nine_statements_is_refused(api):
     error = error_of(launch(api, judge=True, judge_context=["ok"] * 9), 400, "invalid_request")
-    assert error["message"].startswith("judge_context")
+    assert error["message"].startswith("Invalid request: judge_context: ")
 
 
 def test_judge_context_statement_over_500_characters_is_refused(api):
     error = error_of(launch(api, judge=True, judge_context=["ok", "x" * 501]), 400, "invalid_request")
-    assert error["message"].startswith("judge_context[1]")
+    assert error["message"] == "Invalid request: judge_context.1: must be 1 to 500 characters, not only white space"
     assert launch(api, judge=True, judge_context=["x" * 500] * 8).status_code == 201
 
 
