@@ -14,8 +14,17 @@ from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, StringConstraints
 
 from agent_platform import ids
-from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, Instant, PathId, documented_pattern
-from agent_platform.errors import NotFound
+from agent_platform.api import (
+    ERROR_RESPONSES,
+    NOT_BLANK,
+    PATTERN_MEANINGS,
+    ApiRequest,
+    ErrorOut,
+    Instant,
+    PathId,
+    documented_pattern,
+)
+from agent_platform.errors import InvalidRequest, NotFound
 from agent_platform.lib.text import stripped_text_pattern
 
 from . import human
@@ -390,7 +399,10 @@ def encode_cursor(row: Run | Session | Profile) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    """The position a cursor names; its shape was checked against CURSOR_PATTERN (16 digits stay before year 2287)."""
+    """The position a cursor names (16 digits of microseconds stay before year 2287). The v1 schema checks the shape
+    first; the v4 API's filters take any string, so it is checked here as well."""
+    if not re.fullmatch(CURSOR_PATTERN, cursor):
+        raise InvalidRequest.of_field("cursor", PATTERN_MEANINGS[CURSOR_PATTERN])
     microseconds, pk = cursor.split(".")
     return EPOCH + timedelta(microseconds=int(microseconds)), int(pk)
 

@@ -286,3 +286,11 @@ def test_the_api_s_one_parser_answers_in_v4s_shape(v4, raw, content_type, status
     assert detail in answer.json()["detail"]
     assert "Expecting" not in answer.json()["detail"]
     assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize("cursor", ["bogus", "1.2\n", "eyJhIjogMX0"])
+def test_a_cursor_of_another_shape_is_refused_in_v4s_words_not_a_server_error(v4, cursor):
+    for path in ("/runs", "/sessions"):
+        answer = v4.client.get(f"/api/v4{path}", {"cursor": cursor})
+        assert answer.status_code == 422, answer.content
+        assert answer.json()["detail"] == "cursor: not a cursor this API returned."
