@@ -3,9 +3,11 @@
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, cast
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -18,10 +20,13 @@ from ninja.openapi.docs import _csrf_needed
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
+from pydantic import BeforeValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from . import broker
+from . import broker, ids
 from .errors import (
     ERROR_CLASSES,
     AuthenticationFailed,
@@ -32,6 +37,8 @@ from .errors import (
     ServiceError,
     UnsupportedMediaType,
 )
+from .lib.text import WHITE_SPACE
+from .lib.timestamps import parse_rfc3339
 from .models import ApiKey, Workspace
 
 log = logging.getLogger(__name__)
@@ -161,9 +168,23 @@ class StrictJsonParser(Parser):
                 detail={"content_type": content_type[:200]},
             )
         try:
-            data = json.loads(request.body, object_pairs_hook=no_duplicate_keys)
+            text = request.body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidRequest(
+                f"Invalid request body: not UTF-8 text (byte {error.start} cannot start or continue a character).",
+                detail={"position": error.start},
+            ) from None
+        try:
+            data = json.loads(text, object_pairs_hook=no_duplicate_keys)
         except RecursionError:
             raise too_deep() from None
+        except json.JSONDecodeError as error:
+            # The json module's words for what it expected, placed as an editor shows it (line and column from 1).
+            raise InvalidRequest(
+                f"Invalid request body: not valid JSON at line {error.lineno}, column {error.colno}: "
+                f"{error.msg[:1].lower()}{error.msg[1:]}.",
+                detail={"line": error.lineno, "column": error.colno},
+            ) from None
         if json_depth(data) > JSON_MAX_DEPTH:
             raise too_deep()
         problem = unstorable(data)
@@ -225,14 +246,59 @@ class ErrorOut(Schema):
 ERROR_RESPONSES = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 429: ErrorOut}
 
 
-def utc_instant(value: datetime | None, field: str) -> datetime | None:
-    """A query's date-time in UTC (naive means UTC); offsets PostgreSQL refuses or out-of-range years are a 400."""
-    if value is None:
-        return None
-    try:
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    except (OverflowError, ValueError):
-        raise InvalidRequest.of_field(field, f"{value.isoformat()} is out of range.") from None
+def rfc3339_instant(value: Any) -> Any:
+    """A query's date-time as the document says it (RFC 3339, offset required), read as its UTC instant; not a bare
+    date, a naive time or a number, which pydantic alone would take (`to=0.5` as half a second after 1970)."""
+    return parse_rfc3339(value) if isinstance(value, str) else value
+
+
+# What each documented pattern means, said to a caller whose value does not match it instead of the expression.
+PATTERN_MEANINGS: dict[str, str] = {}
+
+
+def documented_pattern(pattern: str, meaning: str) -> str:
+    """`pattern`, for a field's `pattern=` (the document shows it, pydantic checks it); a value that does not match
+    is refused with `meaning` as the field's message."""
+    PATTERN_MEANINGS[pattern] = meaning
+    return pattern
+
+
+# A text field that must hold more than white space: one character that is not what the services strip.
+NOT_BLANK = documented_pattern(f"[^{WHITE_SPACE}]", "must not be empty or only white space")
+
+
+@dataclass(frozen=True)
+class PathId:
+    """An id in a path (`Annotated[str, PathId("schedule", "sch")]`): the document gives the shape
+    `ids.new_public_id(prefix)` makes (or one of the patterns `also` names, such as the v4 API's UUIDs), and an id of
+    another shape is refused before any lookup. It names nothing, so the answer is 404 not_found like an id that does
+    not exist, never a 400 that would tell the two apart (nor a NUL byte sent on to PostgreSQL)."""
+
+    what: str
+    prefix: str
+    also: tuple[str, ...] = ()
+
+    @property
+    def pattern(self) -> str:
+        return "|".join((ids.public_id_pattern(self.prefix), *self.also))
+
+    def refuse_other_shapes(self, value: str) -> str:
+        # Python's $ also matches before a final newline, which no id has.
+        if "\n" in value or not re.search(self.pattern, value):
+            raise NotFound(f"No {self.what} '{value[:60]}' in this workspace.")
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.refuse_other_shapes, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), "pattern": self.pattern}
+
+
+# A date-time query parameter: `format: date-time` in the document, and exactly that accepted.
+Instant = Annotated[datetime, BeforeValidator(rfc3339_instant)]
 
 
 # The envelope type of a status nothing of ours raised (ninja's own HttpError), from the error classes themselves.
@@ -272,12 +338,27 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
     )
 
 
+# pydantic's error types for an operation's whole body being absent or not an object.
+BODY_NOT_AN_OBJECT = {"missing", "model_attributes_type", "model_type", "dict_type"}
+
+
+def validation_message(error: dict[str, Any]) -> str:
+    """pydantic's message for one error, or ours where its own would quote a pattern or speak of models."""
+    kind = error.get("type")
+    if tuple(error.get("loc", ())) in (("body", "payload"), ("body",)) and kind in BODY_NOT_AN_OBJECT:
+        return "a JSON object is required" if kind == "missing" else "must be a JSON object"
+    if kind == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern", "")
+        return PATTERN_MEANINGS.get(pattern, f"must match the pattern {pattern}")
+    return str(error.get("msg", "invalid"))
+
+
 def describe_validation_errors(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:
     """One readable sentence naming the fields, and the per-field detail."""
     detail = []
     for error in errors:
         loc = [str(part) for part in error.get("loc", []) if part not in ("body", "payload", "query", "path")]
-        detail.append({"field": ".".join(loc) or "(body)", "message": error.get("msg", "invalid")})
+        detail.append({"field": ".".join(loc) or "(body)", "message": validation_message(error)})
     parts = [f"{item['field']}: {item['message']}" for item in detail[:5]]
     return "Invalid request: " + "; ".join(parts), detail
 
@@ -326,7 +407,8 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(exc.__cause__, ServiceError):
         return on_service_error(request, exc.__cause__)
     if isinstance(exc.__cause__, ValueError | RecursionError):
-        return on_service_error(request, InvalidRequest(f"The request body is not valid JSON: {exc.__cause__}"))
+        # The parser says what is wrong itself; anything else it raised is not worth quoting at a client.
+        return on_service_error(request, InvalidRequest("Invalid request body: not valid JSON."))
     code = CODE_BY_STATUS.get(exc.status_code, InvalidRequest.code)
     return error_response(request, exc.status_code, code, str(exc))
 

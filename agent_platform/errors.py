@@ -48,7 +48,7 @@ class MethodNotAllowed(ServiceError):
 
 
 class UnsupportedMediaType(ServiceError):
-    code = "invalid_request"
+    code = "unsupported_media_type"
     status = 415
 
 

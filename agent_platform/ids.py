@@ -5,8 +5,16 @@ import secrets
 ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
+LENGTH = 24
+
+
 def new_public_id(prefix: str) -> str:
-    return f"{prefix}_" + "".join(secrets.choice(ALPHABET) for _ in range(24))
+    return f"{prefix}_" + "".join(secrets.choice(ALPHABET) for _ in range(LENGTH))
+
+
+def public_id_pattern(prefix: str) -> str:
+    """The regular expression every id `new_public_id(prefix)` makes matches, for the API document."""
+    return f"^{prefix}_[0-9a-z]{{{LENGTH}}}$"
 
 
 def session_id() -> str:

@@ -3,8 +3,16 @@
 import re
 
 from .errors import InvalidRequest
+from .lib.text import stripped_text_pattern
 
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL = r"\x00-\x1f\x7f"
+CONTROL_CHARACTERS = re.compile(f"[{CONTROL}]")
+
+
+def name_pattern(max_chars: int) -> str:
+    """The regular expression of exactly the names clean_name takes (white space at the ends aside, 1 to `max_chars`
+    characters, no control character), for an API document: in Python, pydantic and ECMA-262 alike."""
+    return stripped_text_pattern(max_chars, CONTROL)
 
 
 def clean_name(name: object, max_chars: int, field: str = "name") -> str:

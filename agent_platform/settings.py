@@ -135,7 +135,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "agent_platform.middleware.api_method_not_allowed",
+    "agent_platform.middleware.api_router_refusals",
     "axes.middleware.AxesMiddleware",  # last, as django-axes requires: it answers a locked-out sign-in
 ]
 

@@ -1,13 +1,12 @@
 """The usage API: the workspace's model requests summed by day, model or source, with exact costs."""
 
-from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal
 
 from django.db.models import QuerySet
 from ninja import Field, Query, Router, Schema
 
-from .api import ERROR_RESPONSES, ApiRequest, utc_instant
+from .api import ERROR_RESPONSES, ApiRequest, Instant
 from .models import ModelRequest
 from .reports import total_of, usage_by
 
@@ -16,8 +15,8 @@ router = Router()
 
 class UsageFilters(Schema):
     group_by: Literal["day", "model", "source"] = "day"
-    from_: datetime | None = Field(None, alias="from", description="Requests made at or after this instant.")
-    to: datetime | None = Field(None, description="Requests made before this instant.")
+    from_: Instant | None = Field(None, alias="from", description="Requests made at or after this instant.")
+    to: Instant | None = Field(None, description="Requests made before this instant.")
 
 
 class UsageTotals(Schema):
@@ -69,9 +68,9 @@ def usage_row(row: dict[str, Any]) -> dict[str, Any]:
 )
 def usage(request: ApiRequest, filters: Query[UsageFilters]) -> dict[str, Any]:
     requests = ModelRequest.objects.for_workspace(request.workspace)
-    if start := utc_instant(filters.from_, "from"):
+    if start := filters.from_:
         requests = requests.filter(created_at__gte=start)
-    if end := utc_instant(filters.to, "to"):
+    if end := filters.to:
         requests = requests.filter(created_at__lt=end)
     # The same aggregation as the admin's billing views and the UI's usage page; scripted requests on a line apart.
     real, scripted = (report(queryset, filters.group_by) for queryset in (requests.real(), requests.scripted()))

@@ -2,19 +2,22 @@
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
+from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, PathId
 from agent_platform.errors import NotFound
+from runs.api import JudgeContext
 from runs.judging.models import Judgment
 
 from . import reports, services, stats
 from .models import Batch, Truth
 
 router = Router(tags=["evaluations"])
+# Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
+BatchPathId = Annotated[str, PathId("batch", "bat")]
 
 ERRORS = ERROR_RESPONSES
 LIST_DEFAULT = 20
@@ -27,7 +30,7 @@ LIST_MAX = 100
 class BatchTaskIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    task: StrictStr = Field(description="What the agent should do.")
+    task: StrictStr = Field(pattern=NOT_BLANK, description="What the agent should do.")
     start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
     output_schema: dict[str, Any] | None = Field(
         None, description="The object JSON Schema the run's data must satisfy."
@@ -50,7 +53,7 @@ class BatchIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     name: StrictStr = Field("", description="A label for the batch.")
-    tasks: list[BatchTaskIn] = Field(description="The suite: one task, or up to 200.")
+    tasks: list[BatchTaskIn] = Field(min_length=1, max_length=200, description="The suite: one task, or up to 200.")
     configs: list[BatchConfigIn] | None = Field(None, description="Up to 10 configurations; every task runs with each.")
     repeats: StrictInt = Field(1, description="Runs of every task x configuration, 1 to 100.")
     concurrency: StrictInt = Field(
@@ -198,7 +201,7 @@ class BatchRunListOut(Schema):
 class RejudgeBatchIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    judge_context: list[StrictStr] | None = Field(None, description="Replaces each run's judge_context if given.")
+    judge_context: JudgeContext | None = Field(None, description="Replaces each run's judge_context if given.")
     judge_model: StrictStr | None = Field(None, description="Another judge model, where the judge service takes one.")
 
 
@@ -407,7 +410,11 @@ def list_batches(request: ApiRequest, limit: int = Query(LIST_DEFAULT, ge=1, le=
     "judge, median turns and duration, cost per run and per successful run, flakiness, scoring against expected "
     "data; and the claim-versus-judge matrix. `round` picks a re-judging round (default: the latest).",
 )
-def get_batch(request: ApiRequest, batch_id: str, round: int | None = Query(None, ge=0, le=1000)) -> dict[str, Any]:  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
+def get_batch(
+    request: ApiRequest,
+    batch_id: BatchPathId,
+    round: int | None = Query(None, ge=0, le=1000),  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
+) -> dict[str, Any]:
     batch = find_batch(request, batch_id)
     if round is not None and round > 0 and not batch.rounds.filter(number=round).exists():
         raise NotFound(f"Batch {batch_id} has no judging round {round}.")
@@ -415,7 +422,7 @@ def get_batch(request: ApiRequest, batch_id: str, round: int | None = Query(None
 
 
 @router.get("/batches/{batch_id}/runs", response={200: BatchRunListOut, **ERRORS}, summary="The runs of a batch")
-def batch_runs(request: ApiRequest, batch_id: str) -> dict[str, Any]:
+def batch_runs(request: ApiRequest, batch_id: BatchPathId) -> dict[str, Any]:
     batch = find_batch(request, batch_id)
     items = batch.items.select_related("run", "task", "config")
     latest = {
@@ -439,7 +446,7 @@ def batch_runs(request: ApiRequest, batch_id: str) -> dict[str, Any]:
 
 
 @router.post("/batches/{batch_id}/cancel", response={200: BatchOut, **ERRORS}, summary="Cancel a batch")
-def cancel_batch(request: ApiRequest, batch_id: str) -> dict[str, Any]:
+def cancel_batch(request: ApiRequest, batch_id: BatchPathId) -> dict[str, Any]:
     batch = services.cancel_batch(find_batch(request, batch_id))
     return batch_out(reports.batch_report(batch))
 
@@ -452,7 +459,9 @@ def cancel_batch(request: ApiRequest, batch_id: str) -> dict[str, Any]:
     "run's own). GET the batch with ?round=N (or the latest by default) to compare: `changes` lists the runs "
     "whose verdict moved, and each group's `pass_at_1_before` the round before.",
 )
-def rejudge_batch(request: ApiRequest, batch_id: str, payload: RejudgeBatchIn | None = None) -> Status[dict[str, Any]]:
+def rejudge_batch(
+    request: ApiRequest, batch_id: BatchPathId, payload: RejudgeBatchIn | None = None
+) -> Status[dict[str, Any]]:
     batch = find_batch(request, batch_id)
     body = payload.model_dump(exclude_unset=True) if payload else {}
     services.rejudge_batch(batch, **body)

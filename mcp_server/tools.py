@@ -28,7 +28,7 @@ from agent_platform.api import describe_validation_errors
 from agent_platform.errors import AuthenticationFailed, Conflict, InvalidRequest, ServiceError, ServiceUnavailable
 from runs import api as runs_api
 from runs import human, launch
-from runs.api import PAGE_DEFAULT, PAGE_MAX, RunFilters, RunListOut, RunOut, find, reload, run_out
+from runs.api import PAGE_DEFAULT, PAGE_MAX, Cursor, RunFilters, RunListOut, RunOut, SessionId, find, reload, run_out
 from runs.judging.models import Judgment
 from runs.judging.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS, request_rejudge
 from runs.launch import MAX_COST_USD_LIMIT, MAX_TURNS_LIMIT, START_URL_MAX_CHARS, TASK_MAX_CHARS
@@ -359,13 +359,13 @@ async def list_runs(
         Literal["queued", "running", "succeeded", "failed", "cancelled"] | None,
         Field(description="Only runs with this status."),
     ] = None,
-    session_id: Annotated[str | None, Field(description="Only the runs of this session.", max_length=60)] = None,
+    session_id: Annotated[SessionId | None, Field(description="Only the runs of this session.")] = None,
     verdict: Annotated[
         Literal["pass", "fail", "uncertain"] | None, Field(description="Only runs whose latest judgment says this.")
     ] = None,
     limit: Annotated[int, Field(description=f"Runs per page, 1 to {PAGE_MAX}.", ge=1, le=PAGE_MAX)] = PAGE_DEFAULT,
     cursor: Annotated[
-        str | None, Field(description="The next_cursor of the previous page, for the page after it.", max_length=200)
+        Cursor | None, Field(description="The next_cursor of the previous page, for the page after it.")
     ] = None,
 ) -> Annotated[CallToolResult, RunListOut]:
     """The workspace's runs, newest first, a page at a time: runs, next_cursor (None on the last page) and has_more."""

@@ -1,33 +1,45 @@
 """The runs API: launch, list, read and cancel runs, read their events, and their sessions. (Re-judging and the
 judgments list are the judge's endpoints, in runs/judging/api.py.)"""
 
-import base64
-import binascii
 import dataclasses
-import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from django.conf import settings
 from django.db.models import Count, Model, Prefetch, Q, QuerySet
 from django.http import HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
-from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, StringConstraints
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, utc_instant
+from agent_platform import ids
+from agent_platform.api import (
+    ERROR_RESPONSES,
+    NOT_BLANK,
+    PATTERN_MEANINGS,
+    ApiRequest,
+    ErrorOut,
+    Instant,
+    PathId,
+    documented_pattern,
+)
 from agent_platform.errors import InvalidRequest, NotFound
+from agent_platform.lib.text import stripped_text_pattern
 
 from . import human
 from .judging.models import latest_judge_verdict
-from .launch import launch_run
+from .judging.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS
+from .launch import TASK_MAX_CHARS, launch_run
 from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Run, RunInput, Session
 from .profiles.models import Profile
 from .queueing import depth
 
 router = Router()
+# Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
+RunPathId = Annotated[str, PathId("run", "run", (UUID_ID.pattern,))]
+SessionPathId = Annotated[str, PathId("session", "sess", (UUID_ID.pattern,))]
 
 Found = TypeVar("Found", bound=Model)
 Paged = TypeVar("Paged", Run, Session, Profile)
@@ -38,6 +50,20 @@ PAGE_MAX = 100
 EVENTS_DEFAULT = 100
 EVENTS_MAX = 1000
 SEQ_MAX = 2**31 - 1
+
+
+# The statements a judge weighs first: as many and as long as judging.services.clean_judge_context takes, each
+# non-blank once stripped.
+JudgeStatement = Annotated[
+    StrictStr,
+    StringConstraints(
+        pattern=documented_pattern(
+            stripped_text_pattern(JUDGE_CONTEXT_MAX_CHARS),
+            f"must be 1 to {JUDGE_CONTEXT_MAX_CHARS} characters, not only white space",
+        )
+    ),
+]
+JudgeContext = Annotated[list[JudgeStatement], Field(max_length=JUDGE_CONTEXT_MAX_STATEMENTS)]
 
 
 # --- schemas -------------------------------------------------------------------------------------------------------
@@ -54,7 +80,11 @@ class OutcomeIn(Schema):
 class RunIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    task: StrictStr = Field(description="What the agent should do (at most 20,000 characters).")
+    task: StrictStr = Field(
+        pattern=NOT_BLANK,
+        max_length=TASK_MAX_CHARS,
+        description="What the agent should do (at most 20,000 characters).",
+    )
     session_id: StrictStr | None = Field(None, description="Continue in this session (its browser state and schema).")
     start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
     model: StrictStr | None = Field(
@@ -84,7 +114,7 @@ class RunIn(Schema):
         None, description="An object JSON Schema in the bounded subset (at most 8 KiB) the run's data must satisfy."
     )
     judge: StrictBool = Field(False, description="Have a judge read the run after it finishes.")
-    judge_context: list[StrictStr] | None = Field(
+    judge_context: JudgeContext | None = Field(
         None, description="At most 8 statements of at most 500 characters the judge weighs first."
     )
     outcome: OutcomeIn | None = None
@@ -352,23 +382,29 @@ def reload(request: ApiRequest, run: Run) -> Run:
 # --- cursors: opaque, over (created_at, id) so pages stay stable while new rows arrive --------------------------------
 
 
+# A cursor is the position after a page's last row: its creation instant in microseconds since 1970, a dot, and its
+# primary key. Every string of this shape is a position, so the API takes exactly what the document's pattern says.
+CURSOR_PATTERN = documented_pattern(r"^[0-9]{1,16}\.[0-9]{1,18}$", "not a cursor this API returned.")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
+# A session's id where a filter takes one (a query parameter): refused unless it has the shape ids.session_id makes.
+SessionId = Annotated[
+    str, StringConstraints(pattern=documented_pattern(ids.public_id_pattern("sess"), "not a session id of this API."))
+]
+
+
 def encode_cursor(row: Run | Session | Profile) -> str:
-    raw = json.dumps([row.created_at.isoformat(), row.pk]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return f"{(row.created_at - EPOCH) // timedelta(microseconds=1)}.{row.pk}"
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    try:
-        if len(cursor) > 200:
-            raise ValueError(cursor)
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, pk = json.loads(raw)
-        created_at = datetime.fromisoformat(created_at).astimezone(UTC)
-        if not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk <= 2**63 - 1:
-            raise ValueError(pk)
-        return created_at, pk
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, OverflowError, RecursionError):
-        raise InvalidRequest.of_field("cursor", "not a cursor this API returned.") from None
+    """The position a cursor names (16 digits of microseconds stay before year 2287). The v1 schema checks the shape
+    first; the v4 API's filters take any string, so it is checked here as well."""
+    if not re.fullmatch(CURSOR_PATTERN, cursor):
+        raise InvalidRequest.of_field("cursor", PATTERN_MEANINGS[CURSOR_PATTERN])
+    microseconds, pk = cursor.split(".")
+    return EPOCH + timedelta(microseconds=int(microseconds)), int(pk)
 
 
 @dataclass(frozen=True)
@@ -390,11 +426,6 @@ def paginate(queryset: QuerySet[Paged], cursor: str | None, limit: int) -> Page[
     has_more = len(rows) > limit
     rows = rows[:limit]
     return Page(rows, encode_cursor(rows[-1]) if has_more else None, has_more)
-
-
-def check_public_id(value: str | None, field: str) -> None:
-    if value is not None and not PUBLIC_ID.match(value):
-        raise InvalidRequest.of_field(field, "not an id of this API.")
 
 
 # --- runs ----------------------------------------------------------------------------------------------------------
@@ -425,11 +456,11 @@ def create_run(
 
 class RunFilters(Schema):
     status: Literal["queued", "running", "succeeded", "failed", "cancelled"] | None = None
-    session_id: str | None = None
+    session_id: SessionId | None = None
     verdict: Literal["pass", "fail", "uncertain"] | None = Field(None, description="The latest judgment's verdict.")
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    cursor: str | None = Field(None, description="next_cursor of the previous page.")
+    created_after: Instant | None = None
+    created_before: Instant | None = None
+    cursor: Cursor | None = Field(None, description="next_cursor of the previous page, as it was given.")
     limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
 
 
@@ -439,20 +470,19 @@ def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> dict[str, Any]
     if filters.status:
         runs = runs.filter(status=filters.status)
     if filters.session_id is not None:
-        check_public_id(filters.session_id, "session_id")
         runs = runs.filter(session__public_id=filters.session_id)
     if filters.verdict:
         runs = runs.annotate(latest_verdict=latest_judge_verdict()).filter(latest_verdict=filters.verdict)
-    if created_after := utc_instant(filters.created_after, "created_after"):
+    if created_after := filters.created_after:
         runs = runs.filter(created_at__gt=created_after)
-    if created_before := utc_instant(filters.created_before, "created_before"):
+    if created_before := filters.created_before:
         runs = runs.filter(created_at__lt=created_before)
     page = paginate(runs, filters.cursor, filters.limit)
     return {"runs": [run_out(run) for run in page.rows], "next_cursor": page.next_cursor, "has_more": page.has_more}
 
 
 @router.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, tags=["runs"], summary="A run")
-def get_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def get_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     return run_out(find(runs_of(request), run_id, "run"))
 
 
@@ -464,7 +494,7 @@ def get_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
     description="Idempotent. A queued run is cancelled at once; a running one stops at its next safe point; "
     "a finished run is returned as it is.",
 )
-def cancel_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def cancel_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     request_cancel(run)
     return run_out(reload(request, run))
@@ -494,7 +524,11 @@ class ResumeIn(Schema):
 class MessageIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    text: StrictStr = Field(description="The message for the agent (at most 10,000 characters).")
+    text: StrictStr = Field(
+        pattern=NOT_BLANK,
+        max_length=human.TEXT_MAX_CHARS,
+        description="The message for the agent (at most 10,000 characters).",
+    )
 
 
 def body_examples(**examples: dict[str, Any]) -> dict[str, Any]:
@@ -525,7 +559,7 @@ def body_examples(**examples: dict[str, Any]) -> dict[str, Any]:
         secret_code={"id": "inp_8h2j4k6l0z1x3c5v7b9n1m3q", "text": "482913"},
     ),
 )
-def answer_input(request: ApiRequest, run_id: str, payload: InputIn) -> dict[str, Any]:
+def answer_input(request: ApiRequest, run_id: RunPathId, payload: InputIn) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     human.answer_input(run, payload.id, payload.text, by=actor(request))
     return run_out(reload(request, run))
@@ -541,7 +575,7 @@ def answer_input(request: ApiRequest, run_id: str, payload: InputIn) -> dict[str
     "Pausing a paused run changes nothing; a run that is not running is 409. A pause longer than "
     "RUN_INPUT_TIMEOUT_SECONDS resumes by itself (run.resumed with by: timeout).",
 )
-def pause_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def pause_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     human.pause(run, by=actor(request))
     return run_out(reload(request, run))
@@ -559,7 +593,7 @@ def pause_run(request: ApiRequest, run_id: str) -> dict[str, Any]:
         without_note={},
     ),
 )
-def resume_run(request: ApiRequest, run_id: str, payload: ResumeIn) -> dict[str, Any]:
+def resume_run(request: ApiRequest, run_id: RunPathId, payload: ResumeIn) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     human.resume(run, by=actor(request), note=payload.note)
     return run_out(reload(request, run))
@@ -574,7 +608,7 @@ def resume_run(request: ApiRequest, run_id: str, payload: ResumeIn) -> dict[str,
     "(run.message_queued now, agent.message_delivered when it is sent). 409 when the run has ended.",
     openapi_extra=body_examples(steer={"text": "Only look at invoices from 2026."}),
 )
-def queue_message(request: ApiRequest, run_id: str, payload: MessageIn) -> Status[dict[str, Any]]:
+def queue_message(request: ApiRequest, run_id: RunPathId, payload: MessageIn) -> Status[dict[str, Any]]:
     run = find(runs_of(request), run_id, "run")
     human.queue_message(run, payload.text, by=actor(request))
     return Status(202, run_out(reload(request, run)))
@@ -592,7 +626,7 @@ class EventFilters(Schema):
     summary="A run's events in order",
     description="Pass the previous answer's next_after as after to follow a run without gaps or duplicates.",
 )
-def list_events(request: ApiRequest, run_id: str, filters: Query[EventFilters]) -> dict[str, Any]:
+def list_events(request: ApiRequest, run_id: RunPathId, filters: Query[EventFilters]) -> dict[str, Any]:
     run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
     events = list(Event.objects.filter(run=run, seq__gt=filters.after).order_by("seq")[: filters.limit + 1])
     has_more = len(events) > filters.limit
@@ -649,7 +683,7 @@ def session_out(session: Session, run_count: int) -> dict[str, Any]:
 
 
 class SessionFilters(Schema):
-    cursor: str | None = Field(None, description="next_cursor of the previous page.")
+    cursor: Cursor | None = Field(None, description="next_cursor of the previous page, as it was given.")
     limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
 
 
@@ -670,7 +704,7 @@ def list_sessions(request: ApiRequest, filters: Query[SessionFilters]) -> dict[s
     tags=["sessions"],
     summary="A session with its schema and its runs in order",
 )
-def get_session(request: ApiRequest, session_id: str) -> dict[str, Any]:
+def get_session(request: ApiRequest, session_id: SessionPathId) -> dict[str, Any]:
     session = find(Session.objects.for_workspace(request.workspace), session_id, "session")
     runs = list(runs_of(request).filter(session=session).order_by("created_at", "id"))
     return {**session_out(session, len(runs)), "runs": [run_out(run) for run in runs]}

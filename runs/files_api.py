@@ -1,6 +1,6 @@
 """The files API: upload a file for runs to use, list a run's files, and stream a file's bytes as an attachment."""
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload, TemporaryFileUploadHandler
@@ -8,14 +8,16 @@ from django.http import FileResponse, HttpRequest
 from ninja import Router, Schema, Status
 from ninja.errors import HttpError
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
+from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, PathId
 from agent_platform.errors import InvalidRequest, NotFound, UnsupportedMediaType
 
-from .api import find
+from .api import RunPathId, find
 from .files import StoredFile, attachment, files_of_run, store_file, upload_too_large
 from .models import Run
 
 router = Router()
+# Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
+FilePathId = Annotated[str, PathId("file", "file")]
 
 FILE_EXAMPLE = {
     "id": "file_3k9d0c2m7q8x1v5b6n4h2j0p",
@@ -132,7 +134,7 @@ def upload_file(request: ApiRequest) -> Status[dict[str, Any]]:
         }
     },
 )
-def list_run_files(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def list_run_files(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
     return {"files": [row.as_dict() for row in files_of_run(run)]}
 
@@ -154,7 +156,7 @@ def list_run_files(request: ApiRequest, run_id: str) -> dict[str, Any]:
         }
     },
 )
-def file_content(request: ApiRequest, file_id: str) -> FileResponse:
+def file_content(request: ApiRequest, file_id: FilePathId) -> FileResponse:
     row = StoredFile.objects.for_workspace(request.workspace).filter(public_id=file_id[:60]).first()
     if row is None:
         raise NotFound(f"No file '{file_id[:60]}' in this workspace.")

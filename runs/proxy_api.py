@@ -1,18 +1,20 @@
 """The proxies API: a workspace's own upstream proxies, added with a URL that is sealed at once and never shown back."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Router, Schema, Status
 from pydantic import ConfigDict, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest
+from agent_platform.api import ERROR_RESPONSES, ApiRequest, PathId
 from agent_platform.errors import NotFound
 
 from . import proxies
 from .models import Proxy
 
 router = Router(tags=["proxies"])
+# Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
+ProxyPathId = Annotated[str, PathId("proxy", "proxy")]
 
 
 class ProxyIn(Schema):
@@ -97,6 +99,6 @@ def list_proxies(request: ApiRequest) -> dict[str, Any]:
     description="Forgets the URL and its credentials. Sessions that used it do not fall back to going out directly: "
     "their follow-ups and queued runs fail with a message naming the deleted proxy.",
 )
-def delete_proxy(request: ApiRequest, proxy_id: str) -> Status[None]:
+def delete_proxy(request: ApiRequest, proxy_id: ProxyPathId) -> Status[None]:
     proxies.delete_proxy(find_proxy(request, proxy_id))
     return Status(204, None)

@@ -1,13 +1,13 @@
 """The schedules API: cron schedules that launch ordinary runs, their next firings and their history."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from django.utils import timezone
 from ninja import Field, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest
+from agent_platform.api import ERROR_RESPONSES, ApiRequest, PathId
 from agent_platform.errors import NotFound
 
 from . import services
@@ -15,6 +15,8 @@ from .cron import next_slots
 from .models import Firing, Schedule
 
 router = Router(tags=["schedules"])
+# Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
+SchedulePathId = Annotated[str, PathId("schedule", "sch")]
 
 NEXT_FIRINGS = 5
 HISTORY_LENGTH = 20
@@ -152,18 +154,18 @@ def list_schedules(request: ApiRequest) -> dict[str, Any]:
 
 
 @router.get("/schedules/{schedule_id}", response={200: ScheduleOut, **ERROR_RESPONSES}, summary="Get a schedule")
-def get_schedule(request: ApiRequest, schedule_id: str) -> dict[str, Any]:
+def get_schedule(request: ApiRequest, schedule_id: SchedulePathId) -> dict[str, Any]:
     return schedule_out(find_schedule(request, schedule_id))
 
 
 @router.patch("/schedules/{schedule_id}", response={200: ScheduleOut, **ERROR_RESPONSES}, summary="Change a schedule")
-def update_schedule(request: ApiRequest, schedule_id: str, payload: SchedulePatch) -> dict[str, Any]:
+def update_schedule(request: ApiRequest, schedule_id: SchedulePathId, payload: SchedulePatch) -> dict[str, Any]:
     changes = payload.model_dump(exclude_unset=True)
     return schedule_out(services.update_schedule(find_schedule(request, schedule_id), changes))
 
 
 @router.delete("/schedules/{schedule_id}", response={204: None, **ERROR_RESPONSES}, summary="Delete a schedule")
-def delete_schedule(request: ApiRequest, schedule_id: str) -> Status[None]:
+def delete_schedule(request: ApiRequest, schedule_id: SchedulePathId) -> Status[None]:
     services.delete_schedule(find_schedule(request, schedule_id))
     return Status(204, None)
 
@@ -171,7 +173,7 @@ def delete_schedule(request: ApiRequest, schedule_id: str) -> Status[None]:
 @router.post(
     "/schedules/{schedule_id}/pause", response={200: ScheduleOut, **ERROR_RESPONSES}, summary="Pause a schedule"
 )
-def pause_schedule(request: ApiRequest, schedule_id: str) -> dict[str, Any]:
+def pause_schedule(request: ApiRequest, schedule_id: SchedulePathId) -> dict[str, Any]:
     return schedule_out(services.pause(find_schedule(request, schedule_id)))
 
 
@@ -181,5 +183,5 @@ def pause_schedule(request: ApiRequest, schedule_id: str) -> dict[str, Any]:
     summary="Resume a schedule",
     description="Enables it again with its failure count at zero.",
 )
-def resume_schedule(request: ApiRequest, schedule_id: str) -> dict[str, Any]:
+def resume_schedule(request: ApiRequest, schedule_id: SchedulePathId) -> dict[str, Any]:
     return schedule_out(services.resume(find_schedule(request, schedule_id)))

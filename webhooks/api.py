@@ -1,18 +1,21 @@
 """The webhooks API: a workspace's endpoints, their deliveries with every attempt's response code, and resending."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest
+from agent_platform.api import ERROR_RESPONSES, ApiRequest, PathId
 from agent_platform.errors import NotFound
 
 from . import services
 from .models import Delivery, Endpoint, EventType
 
 router = Router(tags=["webhooks"])
+# Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
+EndpointPathId = Annotated[str, PathId("webhook endpoint", "whe")]
+DeliveryPathId = Annotated[str, PathId("webhook delivery", "whd")]
 
 
 class EndpointIn(Schema):
@@ -137,7 +140,7 @@ def list_endpoints(request: ApiRequest) -> dict[str, Any]:
 @router.delete(
     "/webhooks/endpoints/{endpoint_id}", response={204: None, **ERROR_RESPONSES}, summary="Remove a webhook endpoint"
 )
-def delete_endpoint(request: ApiRequest, endpoint_id: str) -> Status[None]:
+def delete_endpoint(request: ApiRequest, endpoint_id: EndpointPathId) -> Status[None]:
     services.delete_endpoint(find_endpoint(request, endpoint_id))
     return Status(204, None)
 
@@ -150,7 +153,7 @@ def delete_endpoint(request: ApiRequest, endpoint_id: str) -> Status[None]:
     "secret signs beside it for 24 hours (a legacy one as Pilothouse-Signature, a standard one as a second "
     "webhook-signature), so the receiver switches without downtime.",
 )
-def rotate_secret(request: ApiRequest, endpoint_id: str) -> dict[str, Any]:
+def rotate_secret(request: ApiRequest, endpoint_id: EndpointPathId) -> dict[str, Any]:
     endpoint = services.rotate_secret(find_endpoint(request, endpoint_id))
     return {**endpoint_out(endpoint), "secret": endpoint.secret}
 
@@ -160,7 +163,11 @@ def rotate_secret(request: ApiRequest, endpoint_id: str) -> dict[str, Any]:
     response={200: DeliveryListOut, **ERROR_RESPONSES},
     summary="Deliveries to an endpoint, newest first, with every attempt's response code",
 )
-def list_deliveries(request: ApiRequest, endpoint_id: str, limit: int = Query(50, ge=1, le=200)) -> dict[str, Any]:  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
+def list_deliveries(
+    request: ApiRequest,
+    endpoint_id: EndpointPathId,
+    limit: int = Query(50, ge=1, le=200),  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
+) -> dict[str, Any]:
     endpoint = find_endpoint(request, endpoint_id)
     deliveries = (
         endpoint.deliveries.select_related("endpoint", "resend_of").prefetch_related("attempt_log").all()[:limit]
@@ -174,7 +181,7 @@ def list_deliveries(request: ApiRequest, endpoint_id: str, limit: int = Query(50
     summary="Send a delivery's event again",
     description="A new delivery of the same event, with its own id, timestamp and retries.",
 )
-def resend_delivery(request: ApiRequest, delivery_id: str) -> Status[dict[str, Any]]:
+def resend_delivery(request: ApiRequest, delivery_id: DeliveryPathId) -> Status[dict[str, Any]]:
     delivery = Delivery.objects.filter(public_id=delivery_id, endpoint__workspace=request.workspace).first()
     if delivery is None:
         raise NotFound(f"No webhook delivery '{delivery_id}' in this workspace.")

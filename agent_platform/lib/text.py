@@ -4,6 +4,20 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+# The characters Python's str.strip() removes, as a regular expression's character class body: spelt out because \s
+# means three different sets in Python, pydantic's Rust regex and ECMA-262 (the dialect an API document's patterns are
+# read in), and every one of them reads this the same way.
+WHITE_SPACE = r"\x09-\x0d\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+def stripped_text_pattern(max_chars: int, forbidden: str = "") -> str:
+    """The regular expression of exactly the strings that, stripped, hold 1 to `max_chars` characters, none of them
+    in the class body `forbidden`: what a service that strips and then checks takes, for an API document."""
+    edge = f"[^{WHITE_SPACE}{forbidden}]"
+    inner = f"[^{forbidden}]" if forbidden else r"[\s\S]"
+    return f"^[{WHITE_SPACE}]*{edge}(?:{inner}{{0,{max_chars - 2}}}{edge})?[{WHITE_SPACE}]*$"
+
+
 TRUNCATED = "\n[… truncated]"
 IMAGE_PLACEHOLDER = "[image]"
 

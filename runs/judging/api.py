@@ -5,10 +5,10 @@ runs served them, so the API document is unchanged by where they live."""
 from typing import Any
 
 from ninja import Field, Router, Schema, Status
-from pydantic import ConfigDict, StrictStr
+from pydantic import ConfigDict
 
 from agent_platform.api import ApiRequest, ErrorOut
-from runs.api import ERRORS, JudgmentOut, RunOut, find, reload, run_out, runs_of
+from runs.api import ERRORS, JudgeContext, JudgmentOut, RunOut, RunPathId, find, reload, run_out, runs_of
 from runs.models import Run
 
 from .models import Judgment
@@ -20,9 +20,7 @@ router = Router()
 class RejudgeIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    judge_context: list[StrictStr] | None = Field(
-        None, description="Replaces the run's judge_context for this reading."
-    )
+    judge_context: JudgeContext | None = Field(None, description="Replaces the run's judge_context for this reading.")
 
 
 class JudgmentDetailOut(JudgmentOut):
@@ -48,7 +46,7 @@ def judgment_out(judgment: Judgment) -> dict[str, Any]:
     # The id the operation had when runs served it: API clients generated from the document keep their names.
     operation_id="runs_api_rejudge_run",
 )
-def rejudge_run(request: ApiRequest, run_id: str, payload: RejudgeIn | None = None) -> Status[dict[str, Any]]:
+def rejudge_run(request: ApiRequest, run_id: RunPathId, payload: RejudgeIn | None = None) -> Status[dict[str, Any]]:
     run: Run = find(runs_of(request), run_id, "run")
     body = payload.model_dump(exclude_unset=True) if payload else {}
     # Without judge_context the judge reads the run's own; an explicit list (even empty) replaces it. A refusal is a
@@ -64,7 +62,7 @@ def rejudge_run(request: ApiRequest, run_id: str, payload: RejudgeIn | None = No
     summary="Judgments, latest first",
     operation_id="runs_api_list_judgments",
 )
-def list_judgments(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def list_judgments(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     run: Run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
     judgments = Judgment.objects.filter(run=run).order_by("-judged_at", "-id")
     return {"judgments": [judgment_out(judgment) for judgment in judgments]}

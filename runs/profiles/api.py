@@ -2,20 +2,26 @@
 browser state is never in an answer: only its cookie domains and size."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from django.db.models import QuerySet
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictStr
 from pydantic.json_schema import JsonDict
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut
-from runs.api import PAGE_DEFAULT, PAGE_MAX, RunOut, find, paginate, reload, run_out, runs_of
+from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, PathId, documented_pattern
+from agent_platform.names import name_pattern
+from runs.api import PAGE_DEFAULT, PAGE_MAX, Cursor, RunOut, RunPathId, find, paginate, reload, run_out, runs_of
 
 from . import services
-from .models import Profile
+from .models import NAME_MAX_CHARS, Profile
 
 router = Router(tags=["profiles"])
+# Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
+ProfilePathId = Annotated[str, PathId("profile", "prof")]
+NAME_PATTERN = documented_pattern(
+    name_pattern(NAME_MAX_CHARS), f"must be 1 to {NAME_MAX_CHARS} characters, without control characters"
+)
 
 PROFILE_EXAMPLE: JsonDict = {
     "id": "prof_4k2j9x0c7v1b8n3m5q6w2e7r",
@@ -31,7 +37,7 @@ PROFILE_EXAMPLE: JsonDict = {
 class ProfileIn(Schema):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"name": "Supplier portal (accounts@)"}]})
 
-    name: StrictStr = Field(description="A name of your choosing, 1 to 100 characters.")
+    name: StrictStr = Field(pattern=NAME_PATTERN, description="A name of your choosing, 1 to 100 characters.")
 
 
 class ProfileOut(Schema):
@@ -65,7 +71,7 @@ class SignInIn(Schema):
 
 
 class ProfileFilters(Schema):
-    cursor: str | None = Field(None, description="next_cursor of the previous page.")
+    cursor: Cursor | None = Field(None, description="next_cursor of the previous page, as it was given.")
     limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
 
 
@@ -101,12 +107,12 @@ def list_profiles(request: ApiRequest, filters: Query[ProfileFilters]) -> dict[s
 
 
 @router.get("/profiles/{profile_id}", response={200: ProfileOut, **ERROR_RESPONSES}, summary="A profile")
-def get_profile(request: ApiRequest, profile_id: str) -> dict[str, Any]:
+def get_profile(request: ApiRequest, profile_id: ProfilePathId) -> dict[str, Any]:
     return profile_out(find(profiles_of(request), profile_id, "profile"))
 
 
 @router.patch("/profiles/{profile_id}", response={200: ProfileOut, **ERROR_RESPONSES}, summary="Rename a profile")
-def update_profile(request: ApiRequest, profile_id: str, payload: ProfileIn) -> dict[str, Any]:
+def update_profile(request: ApiRequest, profile_id: ProfilePathId, payload: ProfileIn) -> dict[str, Any]:
     profile = find(profiles_of(request), profile_id, "profile")
     return profile_out(services.rename_profile(profile, payload.name))
 
@@ -118,7 +124,7 @@ def update_profile(request: ApiRequest, profile_id: str, payload: ProfileIn) -> 
     description="Deleted at once, with its state, even while runs use it: they keep the browser they started "
     "from and write nothing back when they end.",
 )
-def delete_profile(request: ApiRequest, profile_id: str) -> Status[None]:
+def delete_profile(request: ApiRequest, profile_id: ProfilePathId) -> Status[None]:
     services.delete_profile(find(profiles_of(request), profile_id, "profile"))
     return Status(204, None)
 
@@ -131,7 +137,7 @@ def delete_profile(request: ApiRequest, profile_id: str) -> Status[None]:
     "it through the run page's interactive live view, then save it (POST /runs/{id}/save) or cancel it; without "
     "either it ends after RUN_INPUT_TIMEOUT_SECONDS (default 900) with the profile unchanged.",
 )
-def start_sign_in(request: ApiRequest, profile_id: str, payload: SignInIn) -> Status[dict[str, Any]]:
+def start_sign_in(request: ApiRequest, profile_id: ProfilePathId, payload: SignInIn) -> Status[dict[str, Any]]:
     profile = find(profiles_of(request), profile_id, "profile")
     run = services.start_sign_in(profile, payload.start_url)
     return Status(201, run_out(reload(request, run)))
@@ -144,7 +150,7 @@ def start_sign_in(request: ApiRequest, profile_id: str, payload: SignInIn) -> St
     description="Its worker writes the browser's state to the run's profile and ends the run succeeded. Idempotent "
     "while the run runs; 409 for a run of another kind or one that ended.",
 )
-def save_sign_in(request: ApiRequest, run_id: str) -> dict[str, Any]:
+def save_sign_in(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     run = find(runs_of(request), run_id, "run")
     services.request_save(run)
     return run_out(reload(request, run))

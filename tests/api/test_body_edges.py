@@ -47,6 +47,53 @@ def test_a_member_named_twice_is_refused_rather_than_the_last_one_kept(api):
     assert not Run.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("raw", "message", "detail"),
+    [
+        (
+            '{"task": "t",}',
+            "Invalid request body: not valid JSON at line 1, column 14: expecting property name enclosed in double quotes.",
+            {"line": 1, "column": 14},
+        ),
+        (
+            '{"task":\n nope}',
+            "Invalid request body: not valid JSON at line 2, column 2: expecting value.",
+            {"line": 2, "column": 2},
+        ),
+        (
+            b'{"task": "caf\xe9"}',
+            "Invalid request body: not UTF-8 text (byte 13 cannot start or continue a character).",
+            {"position": 13},
+        ),
+        (
+            '["a list"]',
+            "Invalid request: (body): must be a JSON object",
+            [{"field": "(body)", "message": "must be a JSON object"}],
+        ),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_says_where_without_python_words(api, raw, message, detail):
+    response = api.client.post("/api/v1/runs", data=raw, content_type="application/json", headers=api.headers)
+
+    error = error_of(response)
+    assert response.status_code == 400
+    assert (error["type"], error["message"], error["detail"]) == ("invalid_request", message, detail)
+    assert "codec" not in message and "char " not in message
+
+
+def test_an_operation_that_takes_a_body_says_so_when_none_is_sent(api, acme):
+    run = make_run(acme)
+
+    response = api.client.post(
+        f"/api/v1/runs/{run.public_id}/messages", data="", content_type="application/json", headers=api.headers
+    )
+
+    error = error_of(response)
+    assert response.status_code == 400
+
+    assert error["message"] == "Invalid request: (body): a JSON object is required"
+
+
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])
 def test_a_body_not_sent_as_json_is_unsupported_media(api, content_type):
     response = api.client.post(
@@ -55,7 +102,7 @@ def test_a_body_not_sent_as_json_is_unsupported_media(api, content_type):
 
     assert response.status_code == 415
     error = error_of(response)
-    assert error["type"] == "invalid_request"
+    assert error["type"] == "unsupported_media_type"
     assert error["message"].startswith("The request body must be sent as application/json")
     assert not Run.objects.exists()
 
@@ -112,3 +159,13 @@ def test_redis_unreachable_under_a_service_is_503_with_retry_after(api, acme, mo
     assert error["type"] == "service_unavailable"
     assert "127.0.0.1" not in error["message"]
     assert response["Retry-After"] == "2"
+
+
+@pytest.mark.parametrize("path", ["/api/v1/nothing", "/api/v1/runs/run_abc/nothing", "/api/v1/runs/"])
+def test_a_path_the_api_does_not_have_is_404_in_the_envelope(api, path):
+    response = api.client.get(path, headers=api.headers)
+
+    assert response.status_code == 404
+    error = error_of(response)
+    assert error["type"] == "not_found"
+    assert error["message"].startswith("No operation at /api/v1/")

@@ -131,7 +131,12 @@ def test_a_launch_with_a_profile_starts_from_it(asgi_server, acme, acme_key, umb
 
 def test_a_cursor_this_api_never_returned_is_refused(asgi_server, acme_key):
     result = call(f"{asgi_server}/mcp", acme_key, "list_runs", {"cursor": "bogus!"})
-    assert refusal(result) == "invalid_request: cursor: not a cursor this API returned."
+    assert refusal(result) == "invalid_request: Invalid request: cursor: not a cursor this API returned."
+
+
+def test_a_session_id_of_another_shape_is_refused_as_the_api_refuses_it(asgi_server, acme_key):
+    result = call(f"{asgi_server}/mcp", acme_key, "list_runs", {"session_id": "run_" + "0" * 24})
+    assert refusal(result) == "invalid_request: Invalid request: session_id: not a session id of this API."
 
 
 def test_list_runs_pages_newest_first_with_filters(asgi_server, acme, acme_key):

@@ -269,3 +269,28 @@ def test_the_run_and_session_pages_open_by_uuid_too(alice_client, acme, charlie_
     assert alice_client.get(f"/runs/{run.uuid}/").status_code == 200
     assert alice_client.get(f"/sessions/{run.session.uuid}/").status_code == 200
     assert charlie_client.get(f"/runs/{run.uuid}/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type", "status", "detail"),
+    [
+        ('{"task": "t",}', "application/json", 422, "Invalid request body: not valid JSON at line 1, column 14: "),
+        ('{"task": "a", "task": "b"}', "application/json", 422, 'the member "task" appears twice'),
+        ('{"task": "t"}', "text/plain", 415, "The request body must be sent as application/json"),
+    ],
+)
+def test_the_api_s_one_parser_answers_in_v4s_shape(v4, raw, content_type, status, detail):
+    answer = v4.client.post("/api/v4/runs", data=raw, content_type=content_type)
+
+    assert answer.status_code == status
+    assert detail in answer.json()["detail"]
+    assert "Expecting" not in answer.json()["detail"]
+    assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize("cursor", ["bogus", "1.2\n", "eyJhIjogMX0"])
+def test_a_cursor_of_another_shape_is_refused_in_v4s_words_not_a_server_error(v4, cursor):
+    for path in ("/runs", "/sessions"):
+        answer = v4.client.get(f"/api/v4{path}", {"cursor": cursor})
+        assert answer.status_code == 422, answer.content
+        assert answer.json()["detail"] == "cursor: not a cursor this API returned."
