@@ -42,14 +42,20 @@ DAY_GROUPS: dict[str, dict[str, str | F | TruncDay | TruncMonth]] = {
     "month": {"month": TruncMonth("day")},
 }
 GROUP_ORDER = {"workspace": ["workspace_name", "workspace_id"]}
+# A UsageDay column, and the name of the same sum in a report's row.
+DAY_COLUMNS = {
+    "request_count": "requests",
+    **{column: name for name, column in TOKEN_FIELDS.items()},
+    "cost_usd_units": "cost_units",
+    "unpriced_count": "unpriced",
+}
 
 COST_QUANTUM = Decimal("0.00000001")
 
 
 def _aggregates(queryset: Ledger) -> dict[str, Any]:
     if queryset.model is UsageDay:
-        summed = {"requests": "request_count", "cost_units": "cost_usd_units", "unpriced": "unpriced_count"}
-        return {name: Coalesce(Sum(field), 0) for name, field in (summed | TOKEN_FIELDS).items()}
+        return {name: Coalesce(Sum(column), 0) for column, name in DAY_COLUMNS.items()}
     # Costs are summed as integer units of 10^-8 dollars (the stored precision): exact on PostgreSQL and on SQLite,
     # where a decimal column is a float and a float sum of many rows would drift in the last digits.
     cost_units = Cast(Round(F("cost_usd") * Value(COST_UNITS_PER_DOLLAR)), BigIntegerField())
@@ -130,36 +136,11 @@ def rebuild_usage_days(request_model: Any = ModelRequest, day_model: Any = Usage
 
 
 def _summed_days(request_model: Any, day_model: Any) -> list[Any]:
-    zone = timezone.get_default_timezone()
-    rows = (
-        request_model.objects.order_by()
-        .values("workspace_id", "model", "source", "speed", "scripted", day=TruncDate("created_at", tzinfo=zone))
-        .annotate(
-            request_count=Count("pk"),
-            input_sum=Coalesce(Sum("input_tokens"), 0),
-            output_sum=Coalesce(Sum("output_tokens"), 0),
-            cache_read_sum=Coalesce(Sum("cache_read_input_tokens"), 0),
-            cache_write_sum=Coalesce(Sum("cache_creation_input_tokens"), 0),
-            cost_sum=Coalesce(Sum(Cast(Round(F("cost_usd") * Value(COST_UNITS_PER_DOLLAR)), BigIntegerField())), 0),
-            unpriced_sum=Count("pk", filter=Q(unpriced=True)),
-        )
-    )
-    days = [
-        day_model(
-            workspace_id=row["workspace_id"],
-            day=row["day"],
-            model=row["model"],
-            source=row["source"],
-            speed=row["speed"],
-            scripted=row["scripted"],
-            request_count=row["request_count"],
-            input_tokens=row["input_sum"],
-            output_tokens=row["output_sum"],
-            cache_read_input_tokens=row["cache_read_sum"],
-            cache_creation_input_tokens=row["cache_write_sum"],
-            cost_usd_units=row["cost_sum"],
-            unpriced_count=row["unpriced_sum"],
-        )
+    requests = request_model.objects.order_by()
+    keys = ("workspace_id", "model", "source", "speed", "scripted")
+    day = TruncDate("created_at", tzinfo=timezone.get_default_timezone())
+    rows = requests.values(*keys, day=day).annotate(**_aggregates(requests))
+    return [
+        day_model(day=row["day"], **{key: row[key] for key in keys}, **{c: row[n] for c, n in DAY_COLUMNS.items()})
         for row in rows.iterator()
     ]
-    return days
