@@ -245,7 +245,10 @@ CELERY_TASK_ROUTES = {
 # Beat reads its schedule from the database (django-celery-beat): the operators' schedules are rows, and so is the
 # reaper, which the DatabaseScheduler copies from CELERY_BEAT_SCHEDULE into its table at every start.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-CELERY_BEAT_SCHEDULE = {"reap-stale-runs": {"task": "runs.tasks.reap_stale_runs", "schedule": 30.0}}
+CELERY_BEAT_SCHEDULE = {
+    "reap-stale-runs": {"task": "runs.tasks.reap_stale_runs", "schedule": 30.0},
+    "send-overdue-webhooks": {"task": "webhooks.tasks.send_overdue", "schedule": 60.0},
+}
 # A schedule whose runs fail this many times in a row pauses itself (docs/schedules.md).
 SCHEDULE_MAX_CONSECUTIVE_FAILURES = envint("SCHEDULE_MAX_CONSECUTIVE_FAILURES", 3, minimum=1)
 
@@ -355,6 +358,8 @@ WEBHOOK_RETRY_BASE_SECONDS = envint("WEBHOOK_RETRY_BASE_SECONDS", 30, minimum=1)
 WEBHOOK_RETRY_MAX_SECONDS = envint("WEBHOOK_RETRY_MAX_SECONDS", 1800, minimum=1)
 WEBHOOK_RETRY_WINDOW_SECONDS = envint("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600, minimum=1)
 WEBHOOK_TIMEOUT_SECONDS = envint("WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# A pending delivery whose next attempt is this late lost its message (a Redis restart): the beat sends it again.
+WEBHOOK_OVERDUE_SECONDS = envint("WEBHOOK_OVERDUE_SECONDS", 300, minimum=60)
 
 # Prometheus metrics (docs/metrics.md). Without METRICS_TOKEN the web's /metrics answers 404 and no worker serves
 # any; with it, a scrape carries `Authorization: Bearer <token>`. The database's numbers are computed at most once per

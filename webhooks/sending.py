@@ -63,13 +63,21 @@ def post(endpoint: Endpoint, delivery: Delivery) -> Answer:
         connection.close()
 
 
+def attempt_lease_seconds() -> int:
+    """The longest an attempt can take: connecting and reading each within WEBHOOK_TIMEOUT_SECONDS, and a margin."""
+    return 2 * settings.WEBHOOK_TIMEOUT_SECONDS + 30
+
+
 def attempt(delivery_pk: int, number: int) -> int | None:
     """Make attempt `number` of a delivery; returns the seconds to wait before the next one, or None when done.
 
-    The attempt is claimed by advancing `attempts` from number-1, so a duplicated task message never sends twice.
+    The attempt is claimed by advancing `attempts` from number-1, so a duplicated task message never sends twice; the
+    claim also leases the delivery (next_attempt_at past the attempt's longest time), so the overdue sweep
+    (services.send_overdue) never sends a message for an attempt still in flight.
     """
+    lease = timezone.now() + timedelta(seconds=attempt_lease_seconds())
     claimed = Delivery.objects.filter(pk=delivery_pk, status=Delivery.Status.PENDING, attempts=number - 1).update(
-        attempts=number
+        attempts=number, next_attempt_at=lease
     )
     if not claimed:
         return None
@@ -105,3 +113,22 @@ def attempt(delivery_pk: int, number: int) -> int | None:
             fields["next_attempt_at"] = now + timedelta(seconds=delay)
     Delivery.objects.filter(pk=delivery.pk).update(**fields)
     return delay
+
+
+def take_overdue(overdue_for: timedelta | None = None, *, batch: int = 500) -> list[Delivery]:
+    """The pending deliveries whose next attempt is overdue by WEBHOOK_OVERDUE_SECONDS, taken to be sent again: their
+    message was lost (a Redis restart takes the queued ones and the retries waiting out their backoff). Sending again
+    is safe if it was not: an attempt is claimed by its number, so a second message for it sends nothing, and an
+    attempt in flight holds a lease on next_attempt_at. Each taken is pushed forward to now, so a message lost again
+    is sent again a period later, not on every pass. Oldest due first."""
+    overdue_for = timedelta(seconds=settings.WEBHOOK_OVERDUE_SECONDS) if overdue_for is None else overdue_for
+    now = timezone.now()
+    late = Delivery.objects.filter(status=Delivery.Status.PENDING, next_attempt_at__lt=now - overdue_for)
+    taken = []
+    for delivery in late.order_by("next_attempt_at")[:batch]:
+        # conditional: an attempt that claimed it meanwhile moved next_attempt_at, and keeps it
+        if Delivery.objects.filter(pk=delivery.pk, next_attempt_at=delivery.next_attempt_at).update(
+            next_attempt_at=now
+        ):
+            taken.append(delivery)
+    return taken

@@ -42,6 +42,7 @@ TASK_NAMES = [
     "runs.tasks.execute_run",
     "runs.tasks.reap_stale_runs",
     "webhooks.tasks.deliver",
+    "webhooks.tasks.send_overdue",
 ]
 
 

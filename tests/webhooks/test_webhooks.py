@@ -2,8 +2,11 @@
 with the standardwebhooks library as documented, resending, the settings page, internal addresses refused."""
 
 import json
+import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from runs.lifecycle import finish, mark_started
 from runs.models import Run
@@ -11,7 +14,7 @@ from tests.support.factories import make_run
 from tests.support.launching import wait_for
 from tests.support.webhooks import Receiver, documented_function
 from tests.support.workers import WorkerProcess, worker_environment
-from webhooks import sending, signing
+from webhooks import sending, signing, tasks
 from webhooks.models import Attempt, Delivery, Endpoint, signing_secret
 
 QUEUE = "webhook-tests"
@@ -93,6 +96,46 @@ def test_a_delivery_answered_500_is_retried_with_its_webhook_id_and_verifies_wit
         resent_body = verify(secret, third["headers"], third["body"])
         assert resent_body["id"] == third["headers"]["webhook-id"] == resent.json()["id"] != delivery.public_id
         assert resent_body["data"] == body["data"]
+    finally:
+        receiver.close()
+
+
+@pytest.mark.worker
+@pytest.mark.usefixtures("transactional_db")
+def test_a_delivery_whose_message_was_lost_is_sent_by_the_overdue_sweep_once(webhook_worker, settings, acme, api):
+    settings.WEBHOOK_QUEUE = QUEUE
+    settings.BROWSER_ALLOWED_PRIVATE_HOSTS = ["127.0.0.1"]
+    receiver = Receiver([])
+    try:
+        created = api.post("/webhooks/endpoints", {"url": receiver.url, "events": ["run.finished"]})
+        endpoint = Endpoint.objects.get(public_id=created.json()["id"])
+        due = timezone.now() - timedelta(seconds=settings.WEBHOOK_OVERDUE_SECONDS + 60)
+        # As a Redis restart leaves them: a delivery whose first message was lost, one whose retry was lost (its
+        # first attempt made), and one with an attempt in flight (claimed: its lease runs), none with a message.
+        lost = Delivery.objects.create(endpoint=endpoint, event_type="run.finished", body="{}", next_attempt_at=due)
+        retry = Delivery.objects.create(
+            endpoint=endpoint, event_type="run.finished", body="{}", attempts=1, next_attempt_at=due
+        )
+        lease = timezone.now() + timedelta(seconds=sending.attempt_lease_seconds())
+        in_flight = Delivery.objects.create(
+            endpoint=endpoint, event_type="run.finished", body="{}", attempts=1, next_attempt_at=lease
+        )
+
+        assert sorted(tasks.send_overdue()) == sorted([lost.public_id, retry.public_id])
+        assert tasks.send_overdue() == [], "sent again only a period later, not on every pass"
+        wait_for(lambda: len(receiver.requests) >= 2, timeout=30, message="the two overdue deliveries")
+        time.sleep(1)  # a third request would be a double send
+        assert sorted(request["headers"]["webhook-id"] for request in receiver.requests) == sorted(
+            [lost.public_id, retry.public_id]
+        )
+        for delivery, attempts in ((lost, 1), (retry, 2)):
+            delivered = wait_for(
+                lambda delivery=delivery: Delivery.objects.filter(pk=delivery.pk, status="delivered").first(),
+                message=f"{delivery.public_id} delivered",
+            )
+            assert delivered.attempts == attempts
+        in_flight.refresh_from_db()
+        assert in_flight.status == Delivery.Status.PENDING and in_flight.next_attempt_at == lease
     finally:
         receiver.close()
 
