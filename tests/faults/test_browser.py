@@ -306,7 +306,10 @@ def test_a_browser_lost_more_often_than_the_recoveries_allow_ends_the_run_with_b
 
     assert run.status == Run.Status.FAILED
     assert run.error_code == Run.ErrorCode.BROWSER_ERROR
-    assert "tab crashed" in run.error_message and "RUN_MAX_RECOVERIES=2" in run.error_message, run.error_message
+    # The third kill of the renderers is seen as a crashed tab; once, on a loaded machine, it was seen as Chromium's
+    # exit (why is not known yet): either is a loss past the limit.
+    assert "RUN_MAX_RECOVERIES=2" in run.error_message, run.error_message
+    assert "tab crashed" in run.error_message or "browser exited" in run.error_message, run.error_message
     assert [event.payload["recovery"] for event in events(run, "browser.restarted")] == [1, 2]
     assert len(agent_requests(messages_stub)) == 3
 
