@@ -279,7 +279,7 @@ class UsageDay(models.Model):
     the admin's billing view reads, so it never scans every request. Kept exact by construction: a request is added
     in the transaction that stores it (ModelRequest.save), and requests are never changed or deleted one by one (a
     deleted run leaves them; a deleted workspace takes both). `manage.py rebuild_usage_days` writes it again from the
-    requests (after TIME_ZONE changes, or rows written with bulk_create)."""
+    requests (after TIME_ZONE changes, or rows written around the ORM: raw SQL, COPY)."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
@@ -354,9 +354,10 @@ class UsageDay(models.Model):
         placeholders = ", ".join(["%s"] * (len(cls.KEYS) + len(cls.SUMS)))
         # Only the model's own names, quoted by the connection, are formatted in; every value is a parameter.
         upsert = f"INSERT INTO {table} ({columns}) VALUES ({placeholders}) ON CONFLICT ({keys}) DO UPDATE SET {sums}"  # noqa: S608
+        # In key order, so two transactions adding to the same rows lock them in the same order (no deadlock).
         rows = [
             [workspace_id, connection.ops.adapt_datefield_value(day), *rest, *summed]
-            for (workspace_id, day, *rest), summed in days.items()
+            for (workspace_id, day, *rest), summed in sorted(days.items())
         ]
         with connection.cursor() as cursor:
             cursor.executemany(upsert, rows)

@@ -10,7 +10,7 @@ from agent_platform.reports import rebuild_usage_days
 class Command(BaseCommand):
     help = (
         "Rebuild the daily usage rollup (UsageDay) from every model request: after TIME_ZONE changed (days are "
-        "TIME_ZONE's), or after requests were written around ModelRequest.save (bulk_create, raw SQL)."
+        "TIME_ZONE's), or after requests were written around the ORM (raw SQL, COPY)."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
