@@ -65,7 +65,13 @@ def test_two_beats_and_a_restart_launch_one_run_per_firing(request, acme, tmp_pa
             timeout=90,
             message="the next minute's firing",
         )
-        wait_for(lambda: sum(beat.sends() for beat in beats) >= 4, timeout=20, message="every beat's sends")
+        # At least one minute sent by two beats. Not every beat sends every minute: a beat reads the schedule from the
+        # database again whenever another saves its entries (django-celery-beat), and may then find the minute sent.
+        wait_for(
+            lambda: sum(beat.sends() for beat in beats) > Firing.objects.filter(schedule=schedule).count(),
+            timeout=20,
+            message="a minute sent twice",
+        )
     finally:
         for beat in beats:
             beat.stop()
@@ -73,7 +79,7 @@ def test_two_beats_and_a_restart_launch_one_run_per_firing(request, acme, tmp_pa
 
     sends = sum(beat.sends() for beat in beats)
     firings = list(Firing.objects.filter(schedule=schedule).order_by("slot"))
-    assert sends >= 4, "each minute was sent by more than one beat"
+    assert sends > len(firings), "a minute was sent by more than one beat"
     assert len(firings) in (2, 3) and len({f.slot for f in firings}) == len(firings)
     assert all(f.slot.second == 0 and f.run is not None for f in firings)
     runs = Run.objects.filter(schedule_firings__schedule=schedule)
