@@ -16,7 +16,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from .models import ModelRequest, UsageDay, Workspace
-from .reports import usage_by, usage_totals
+from .reports import Ledger, usage_by, usage_totals
 
 SPLITS = {"": "nothing", "model": "model", "source": "source"}
 METRICS = ["requests", "input", "output", "cache_read", "cache_write", "total", "cost_usd", "unpriced"]
@@ -75,8 +75,9 @@ class BillingReport(TypedDict):
     scripted_by_day: list[dict[str, Any]]
 
 
-def billing_report(queryset: QuerySet[UsageDay], split: str, *, days: bool = True) -> BillingReport:
-    """The report of the rollup's rows; without `days`, no per-day rows (the page of every month shows months)."""
+def billing_report(queryset: Ledger, split: str, *, days: bool = True) -> BillingReport:
+    """The report of the rollup's rows (or of the requests themselves: the benchmark's reference); without `days`, no
+    per-day rows (the page of every month shows months)."""
     extra = [split] if split else []
     real, scripted = queryset.filter(scripted=False), queryset.filter(scripted=True)
     return BillingReport(
