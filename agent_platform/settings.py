@@ -209,9 +209,12 @@ CACHES = {
 RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)
 RUN_DEFAULT_MAX_TURNS = envint("RUN_DEFAULT_MAX_TURNS", 30, minimum=1)
 RUN_STALE_AFTER_SECONDS = envint("RUN_STALE_AFTER_SECONDS", 60, minimum=5)
-# How many times a run goes on in a fresh tab or browser after its tab crashed or Chromium exited; one more loss ends
-# it browser_error.
+# How many times a run goes on after a loss: in a fresh tab or browser after its tab crashed or Chromium exited (one
+# more ends it browser_error), and on another worker after its worker was lost (one more ends it worker_lost).
 RUN_MAX_RECOVERIES = envint("RUN_MAX_RECOVERIES", 2, minimum=0)
+# A worker asked to stop (SIGTERM: a deploy, a restart) hands its runs over to other workers as each finishes its turn;
+# past this many seconds it hands over what is left and exits (runtime.drain).
+WORKER_DRAIN_SECONDS = envint("WORKER_DRAIN_SECONDS", 60, minimum=1)
 # A run queued this long without a worker claiming it is enqueued again (its message may have been lost with Redis).
 RUN_QUEUED_REDELIVER_SECONDS = envint("RUN_QUEUED_REDELIVER_SECONDS", 300, minimum=5)
 # Per workspace (each may set its own): runs with the workers at once (the rest wait, queued, in launch order), and

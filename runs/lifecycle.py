@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from agent_platform import broker
 
-from . import queueing, tasks
+from . import handover, queueing, tasks
 from .events import emit
 from .human import close_inputs, wake
 from .judging.services import judge_on_finish
@@ -99,8 +99,13 @@ def wait_behind_earlier_run(run_id: int) -> bool:
     return True
 
 
-def heartbeat(run: Run) -> None:
-    Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())
+def heartbeat(run: Run, handovers: int | None = None) -> bool:
+    """The worker holding the run is alive. With `handovers` (what the run's was when this worker claimed it), only if
+    the run is still this worker's (runs.handover): False when it was handed over to another since."""
+    if handovers is None:
+        return bool(Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(heartbeat_at=timezone.now()))
+    mine = Run.objects.filter(pk=run.pk, handovers=handovers, handed_over_at__isnull=True)
+    return bool(mine.filter(status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())) or mine.exists()
 
 
 def finish(
@@ -113,8 +118,10 @@ def finish(
     error_code: str = "",
     error_message: str = "",
     signals: dict[str, Any] | None = None,
+    handovers: int | None = None,
 ) -> bool:
-    """Record a run's end once: a run that already ended (by the reaper, say) keeps its first ending."""
+    """Record a run's end once: a run that already ended (by the reaper, say) keeps its first ending. With
+    `handovers`, only if the run is still the worker's that claimed it under that count (runs.handover)."""
     now = timezone.now()
     fields = {
         "status": status,
@@ -130,10 +137,14 @@ def finish(
     if signals is not None:
         fields["signals"] = signals
     with transaction.atomic():
-        changed = Run.objects.filter(pk=run.pk).exclude(status__in=Run.TERMINAL).update(**fields)
-        if not changed:
+        unfinished = Run.objects.filter(pk=run.pk).exclude(status__in=Run.TERMINAL)
+        if handovers is not None:
+            unfinished = unfinished.filter(handovers=handovers)
+        fields["handed_over_at"] = None
+        if not unfinished.update(**fields):
             return False
         run.refresh_from_db()
+        handover.forget_checkpoints(run)
         # Its slot is free: the workspace's next waiting run goes to the workers once this ending commits.
         transaction.on_commit(functools.partial(admit, run.workspace_id))
         close_inputs(run)
@@ -166,6 +177,14 @@ def request_cancel(run: Run) -> Run:
                 error_code=Run.ErrorCode.CANCELLED,
                 error_message="Cancelled by an operator before it started.",
             )
+        elif run.handed_over_at is not None:
+            # no worker holds it to see the cancel: it ends now, and the worker its message reaches finds it ended
+            finish(
+                run,
+                Run.Status.CANCELLED,
+                error_code=Run.ErrorCode.CANCELLED,
+                error_message="Cancelled by an operator while it waited to be continued on another worker.",
+            )
     run.refresh_from_db()
     return run
 
@@ -175,18 +194,37 @@ def cancel_requested(run: Run) -> bool:
 
 
 def reap_stale_runs(stale_after: timedelta | None = None) -> list[str]:
-    """Fail running runs whose worker stopped writing heartbeats: never re-executed, since a second execution
-    could repeat what the first already did on the web. Their events stay."""
+    """Running runs whose worker stopped writing heartbeats: each is handed over to another worker, which continues
+    it from its last checkpoint (runs.handover), or, past RUN_MAX_RECOVERIES lost workers (or a sign-in by hand,
+    which a person was driving), fails `worker_lost`. Their events stay."""
     stale_after = timedelta(seconds=settings.RUN_STALE_AFTER_SECONDS) if stale_after is None else stale_after
     cutoff = timezone.now() - stale_after
     reaped = []
-    for run in Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=cutoff):
-        message = (
-            f"The worker running this run ({run.worker or 'unknown'}) stopped responding; the run was not "
-            "restarted, because repeating it could repeat what it already did on the web."
-        )
-        if finish(run, Run.Status.FAILED, success=None, error_code=Run.ErrorCode.WORKER_LOST, error_message=message):
-            log.warning("run %s failed: worker %s lost", run.public_id, run.worker)
+    stale = Run.objects.filter(status=Run.Status.RUNNING, heartbeat_at__lt=cutoff, handed_over_at__isnull=True)
+    for run in stale:
+        worker = run.worker or "unknown"
+        if handover.continuable(run):
+            if handover.hand_over(run, handovers=run.handovers, cause=handover.WORKER_LOST, worker=worker):
+                reaped.append(run.public_id)
+            continue
+        if run.kind == Run.Kind.SIGN_IN:
+            message = f"The worker running this sign-in ({worker}) stopped responding."
+        else:
+            limit = settings.RUN_MAX_RECOVERIES
+            message = (
+                f"The worker running this run ({worker}) stopped responding, and the run had already been continued "
+                f"after {run.worker_losses} lost worker{'s' if run.worker_losses != 1 else ''}, its limit "
+                f"(RUN_MAX_RECOVERIES={limit})."
+            )
+        if finish(
+            run,
+            Run.Status.FAILED,
+            success=None,
+            error_code=Run.ErrorCode.WORKER_LOST,
+            error_message=message,
+            handovers=run.handovers,
+        ):
+            log.warning("run %s failed: worker %s lost", run.public_id, worker)
             reaped.append(run.public_id)
     return reaped
 
@@ -220,7 +258,8 @@ def redeliver_after_broker_restart() -> list[str]:
     (agent_platform.broker.restarted); a run whose message survived after all is claimed once."""
     if not broker.restarted():
         return []
-    return redeliver_queued_runs(timedelta(0), reason="the broker restarted and lost its queue")
+    continued = handover.redeliver_handed_over(timedelta(0))
+    return continued + redeliver_queued_runs(timedelta(0), reason="the broker restarted and lost its queue")
 
 
 def admit_waiting_runs() -> None:

@@ -222,6 +222,13 @@ class Run(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     # Set while an operator has paused the agent (runs.human): no model request is sent until it is cleared.
     paused_at = models.DateTimeField(null=True, blank=True)
+    # A run handed over by its worker (lost, or draining for a deploy) goes on on another one from its last checkpoint
+    # (runs.handover). `handovers` counts every handover and fences the workers: a write of a worker that held an
+    # earlier one is refused. `worker_losses` counts the lost workers only (bounded by RUN_MAX_RECOVERIES).
+    # `handed_over_at` is set while the run waits for its next worker.
+    handovers = models.PositiveIntegerField(default=0)
+    worker_losses = models.PositiveIntegerField(default=0)
+    handed_over_at = models.DateTimeField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -379,3 +386,28 @@ class RunMessage(models.Model):
 
 
 # The files of runs live in their own module; imported here so Django registers the model with the app.
+
+
+class RunCheckpoint(models.Model):
+    """Where a running run can be continued from by another worker (runs.handover): written with each turn's record,
+    before the model's next request. The conversation is kept as the exact JSON text the model was sent (assistant
+    turns byte for byte, thinking signatures included), each row holding the messages from `first_message` on (the
+    previous row's last message again, which the loop may have added to since). The browser's storage state is sealed
+    like a run's secrets. A run's checkpoints are deleted when it ends: they are needed only while it runs."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
+    # The model requests answered before this point (the loop's replies): a continuation redoes from the next one.
+    turn = models.PositiveIntegerField()
+    handovers = models.PositiveIntegerField()  # the run's handovers when it was written (which worker wrote it)
+    first_message = models.PositiveIntegerField()
+    messages = models.TextField()
+    loop_state = models.JSONField(default=dict)
+    browser_state = models.JSONField(default=dict, blank=True, editable=False)  # sealed (runs.secret_box)
+    url = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} at turn {self.turn}"

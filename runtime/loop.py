@@ -20,7 +20,7 @@ from agent_platform import metrics, telemetry
 from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import content_text, first_line
 from agent_platform.llm import ModelUnavailable, model_profile, thinking_param
-from runs import evaluation, human, lifecycle, spending
+from runs import evaluation, handover, human, lifecycle, spending
 from runs.judging.outcomes import OutcomeGrader
 from runs.models import Run, RunMessage
 from runs.proxies import ProxyGone, open_proxy, proxy_policy
@@ -36,7 +36,7 @@ from runtime.browser.recovery import RENDERER_CRASH, LossWatch
 from runtime.browser.toolset import PlaywrightBrowserToolset
 from runtime.browser.upstream import UpstreamDialer
 
-from . import asking, browser_call, context, extraction, files, notices, profile_state, prompts
+from . import asking, browser_call, checkpoint, context, drain, extraction, files, notices, profile_state, prompts
 from .browser_call import BrowserCrashed, crashed_if_gone
 from .calls import (
     CallResult,
@@ -52,7 +52,7 @@ from .calls import (
     tool_use_event,
 )
 from .lane import LaneFailed
-from .record import TurnRecord
+from .record import NotThisWorkers, TurnRecord
 from .verdict import Ending, Next, Phase, Verdict
 
 log = logging.getLogger(__name__)
@@ -79,13 +79,24 @@ class Stop(Exception):
         self.ending = ending
 
 
+class HandOver(Exception):
+    """Raised to leave the run to another worker without ending it (runs.handover): `cause` is why it is handed over
+    (the worker is draining), or None when it is another worker's already (this one was taken for lost)."""
+
+    def __init__(self, cause: str | None) -> None:
+        super().__init__(cause or "the run is another worker's")
+        self.cause = cause
+
+
 class Heartbeat(threading.Thread):
     """Keeps the run's heartbeat fresh while the loop waits on the model or the browser, so the reaper fails only
     runs whose worker is really gone; it gives up past the run's time limit, so a hung loop is reaped after all."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, handovers: int) -> None:
         super().__init__(name=f"heartbeat-{run.public_id}", daemon=True)
         self.run_row = run
+        self.handovers = handovers
+        self.superseded = False  # the run was handed over to another worker: this one must leave it
         self.interval = max(1.0, min(10.0, settings.RUN_STALE_AFTER_SECONDS / 4))
         self.give_up_at = time.monotonic() + settings.RUN_TIME_LIMIT_SECONDS + 120
         self.waiting = 0  # waits for a person in progress (the loop's thread sets it, this one reads it)
@@ -110,7 +121,9 @@ class Heartbeat(threading.Thread):
         try:
             while not self.stopped.wait(self.interval) and self.alive():
                 try:
-                    lifecycle.heartbeat(self.run_row)
+                    if not lifecycle.heartbeat(self.run_row, self.handovers):
+                        self.superseded = True
+                        return
                 except Exception:
                     log.warning("heartbeat of %s failed", self.run_row.public_id, exc_info=True)
         finally:
@@ -128,9 +141,19 @@ class AgentLoop:
         run: Run,
         host_factory: Callable[[], BrowserHost],
         evaluator: evaluation.OutcomeEvaluator[Any] | None = None,
+        *,
+        worker: str = "",
+        continued: bool = False,
+        resumption: checkpoint.Resumption | None = None,
     ) -> None:
         self.run = run
         self.host_factory = host_factory
+        # A run continued from another worker (runs.handover): from its last checkpoint, or from the start without one.
+        self.worker = worker or run.worker
+        self.continued = continued
+        self.resumption = resumption
+        self.handovers = run.handovers  # what this worker claimed the run under: its writes are fenced by it
+        self.checkpointed_messages = 0  # the conversation's length at the last checkpoint taken
         self.evaluator: evaluation.OutcomeEvaluator[Any] = evaluator or OutcomeGrader()
         self.profile = model_profile(run.model)
         self.model_max_tokens = self.profile.max_tokens if self.profile is not None else None
@@ -164,6 +187,7 @@ class AgentLoop:
         self.start_state: dict[str, Any] | None = None
         self.closing_state: dict[str, Any] | None = None
         self.trace_kept = False
+        self.left = False  # ended, or left to another worker
         # Seconds spent waiting for a person (answers, pauses): they never count toward RUN_TIME_LIMIT_SECONDS.
         self.waited = 0.0
         self.answer_names: set[str] = set()  # the run's secrets that are answers to ask_human
@@ -185,7 +209,13 @@ class AgentLoop:
         self.cache_kept = False
         # What the model does not wait for goes to the run's lane (runtime.record): the turn's record (the request
         # that produced it, its events, the signals) in one transaction, and the live-view screenshot.
-        self.record = TurnRecord(run, signals=self.signals, live_view_image=self.live_view_image)
+        self.record = TurnRecord(
+            run,
+            handovers=self.handovers,
+            signals=self.signals,
+            live_view_image=self.live_view_image,
+            browser_state=lambda: self.saved_state,
+        )
 
     @property
     def host(self) -> BrowserHost:
@@ -208,40 +238,97 @@ class AgentLoop:
     # --- the run as a whole -----------------------------------------------------------------------------
 
     def execute(self) -> None:
-        self.heartbeat = heartbeat = Heartbeat(self.run)
+        self.heartbeat = heartbeat = Heartbeat(self.run, self.handovers)
         heartbeat.start()
+        drain.hold(self.run, self.handovers, self.worker)
         ending: Ending | None = None
         try:
+            ending = self.until_ending()
+        except HandOver as handing:
+            self.leave(handing.cause)
+        else:
+            self.end(ending)
+        finally:
+            drain.release(self.run)
+            heartbeat.stop()
+            if ending is None and not self.left:
+                self.end(Ending.failed("", "The worker stopped the run before it ended."))
+
+    def until_ending(self) -> Ending:
+        """Open the browser (where the run's last checkpoint left it, for a continued run) and converse to an ending;
+        HandOver passes through."""
+        try:
+            if self.resumption is not None:
+                checkpoint.restore(self, self.resumption)
             self.open_browser()
-            ending = self.converse()
+            return self.converse()
+        except HandOver:
+            raise
+        except LaneFailed as error:
+            if isinstance(error.__cause__, NotThisWorkers):
+                raise HandOver(None) from error
+            return self.unexpected(error)
         except Stop as stop:
-            ending = stop.ending
+            return stop.ending
         except ModelUnavailable as error:
-            ending = Ending.failed(Run.ErrorCode.MODEL_ERROR, f"The model could not answer: {error}")
+            return Ending.failed(Run.ErrorCode.MODEL_ERROR, f"The model could not answer: {error}")
         except BrowserCrashed as error:
             self.browser_failed = True
-            ending = Ending.failed(Run.ErrorCode.BROWSER_ERROR, str(error))
+            return Ending.failed(Run.ErrorCode.BROWSER_ERROR, str(error))
         except Exception as error:
-            ending = self.unexpected(error)
+            return self.unexpected(error)
+
+    def end(self, ending: Ending) -> None:
+        self.left = True
+        try:
+            self.close_browser()
         finally:
-            if ending is None:
-                ending = Ending.failed("", "The worker stopped the run before it ended.")
-            try:
-                self.close_browser()
-            finally:
-                heartbeat.stop()
-                self.record.close()  # every event is committed before the run's ending (and the judge reads them)
-                lifecycle.finish(
-                    self.run,
-                    ending.status,
-                    success=ending.success,
-                    output=ending.output,
-                    data=ending.data,
-                    error_code=ending.error_code,
-                    error_message=ending.message,
-                    signals=self.signals(),
-                )
-                log.info("run %s ended %s %s", self.run.public_id, ending.status, ending.error_code)
+            if self.heartbeat is not None:
+                self.heartbeat.stop()
+            self.record.close()  # every event is committed before the run's ending (and the judge reads them)
+            ended = lifecycle.finish(
+                self.run,
+                ending.status,
+                success=ending.success,
+                output=ending.output,
+                data=ending.data,
+                error_code=ending.error_code,
+                error_message=ending.message,
+                signals=self.signals(),
+                handovers=self.handovers,
+            )
+            log.info(
+                "run %s ended %s %s%s",
+                self.run.public_id,
+                ending.status,
+                ending.error_code,
+                "" if ended else " (not recorded: it had ended, or is another worker's)",
+            )
+
+    def leave(self, cause: str | None) -> None:
+        """Leave the run to another worker: the last turn's record and checkpoint committed, the run handed over (when
+        it is still this worker's to give), the browser closed without writing its state anywhere (the worker that
+        continues starts from the checkpoint's). No trace is kept: the continuing worker's is the run's."""
+        self.left = True
+        try:
+            self.record.close()
+            if cause is not None:
+                handover.hand_over(self.run, handovers=self.handovers, cause=cause, worker=self.worker)
+                log.warning("run %s handed over (%s)", self.run.public_id, cause)
+            else:
+                log.warning("run %s was continued by another worker; this one leaves it", self.run.public_id)
+        finally:
+            self.trace_kept = True
+            for stream in (self.live, self.control):
+                if stream is not None:
+                    with contextlib.suppress(Exception):
+                        stream.stop()
+            if self._toolset is not None:
+                with contextlib.suppress(Exception):
+                    self.browser(
+                        self.closed(), doing="close the context", timeout=BROWSER_SETUP_TIMEOUT_SECONDS, watched=False
+                    )
+            files.remove_run_directory(self.run)
 
     def unexpected(self, error: Exception) -> Ending:
         if isinstance(error, PlaywrightError):
@@ -252,8 +339,14 @@ class AgentLoop:
             "", f"The runtime failed unexpectedly ({type(error).__name__}); the worker's log has the details."
         )
 
+    def elapsed(self) -> float:
+        """Seconds the run has been going (on earlier workers too), less its waits for a person."""
+        return time.monotonic() - self.started - self.waited
+
     def safe_point(self) -> None:
-        """Between steps: stop for an operator's cancel or the wall-clock limit."""
+        """Between steps: stop for an operator's cancel or the wall-clock limit, or leave a run another worker took."""
+        if self.heartbeat is not None and self.heartbeat.superseded:
+            raise HandOver(None)
         turns = self.verdict.turns
         if lifecycle.cancel_requested(self.run):
             raise Stop(
@@ -264,7 +357,7 @@ class AgentLoop:
                 )
             )
         limit = settings.RUN_TIME_LIMIT_SECONDS
-        if time.monotonic() - self.started - self.waited > limit:
+        if self.elapsed() > limit:
             raise Stop(
                 Ending.failed(
                     Run.ErrorCode.TIMEOUT,
@@ -355,8 +448,13 @@ class AgentLoop:
             return toolset, LossWatch(context)
 
         self._guard = guard
+        resumed = self.resumption
         try:
-            self.start_state = state = profile_state.starting_state(run)
+            # a continued run starts from the state saved with its last checkpoint, when one was read by then
+            state = resumed.browser_state if resumed is not None else None
+            if state is None:
+                state = profile_state.starting_state(run)
+            self.start_state = state
         except SecretsUnavailable as error:
             raise Stop(Ending.failed("", str(error))) from None
 
@@ -387,12 +485,13 @@ class AgentLoop:
         self.control = control.attach(host, run.public_id, lambda: self.toolset.active_page())
 
         problem = ""
-        if run.start_url:
+        url = resumed.url if resumed is not None else run.start_url
+        if url and url != "about:blank":
             self.safe_point()
             try:
                 self.browser(
-                    self.toolset.open(run.start_url),
-                    doing="open the start URL",
+                    self.toolset.open(url),
+                    doing="open the start URL" if resumed is None else "reopen the page",
                     crashed=lambda error: f"The browser crashed opening the start URL: {error}",
                 )
             except BrowserCrashed:
@@ -408,10 +507,28 @@ class AgentLoop:
         )
         self.last_url = self.current_url()
         self.report_blocked()
+        if self.continued:
+            handover.recovered_event(
+                run, worker=self.worker, from_turn=resumed.turn if resumed is not None else 0, cause=self.cause()
+            )
+        if resumed is not None:
+            self.tell_restarted(prompts.worker_restarted(resumed.cause, self.last_url or url, problem))
+            return
         first = [text_block(prompts.task_message(run.task, run.start_url, problem))]
         if self.given_files:
             first.append(text_block(files.given_files_text(self.given_files)))
         self.add_user(first)
+
+    def cause(self) -> str:
+        return self.resumption.cause if self.resumption is not None else handover.why_handed_over(self.run)
+
+    def tell_restarted(self, notice: str) -> None:
+        """A continued run's notice, after the results its conversation ends with (or in a user message of its own
+        after a paused assistant turn)."""
+        if self.messages and self.messages[-1]["role"] == "user":
+            self.messages[-1]["content"].append(text_block(notice))
+        else:
+            self.add_user([text_block(notice)])
 
     def report_blocked(self) -> None:
         """Each refusal of the network policy since the last report (the route's or the egress proxy's), for the
@@ -685,6 +802,12 @@ class AgentLoop:
 
     # --- the conversation -------------------------------------------------------------------------------
 
+    def take_checkpoint(self) -> checkpoint.Taken:
+        """Where the run is now, before its next model request (runtime.checkpoint)."""
+        taken = checkpoint.take(self, self.checkpointed_messages)
+        self.checkpointed_messages = len(self.messages)
+        return taken
+
     def add_user(self, content: list[dict[str, Any]]) -> None:
         self.messages.append({"role": "user", "content": content})
 
@@ -753,10 +876,13 @@ class AgentLoop:
         while True:
             self.safe_point()
             self.attend()
-            self.record.hand_off()  # the last turn is recorded while the model answers
-            if self.state_stale:  # and the browser's state read, for a fresh browser to start from
+            if self.state_stale:  # the browser's state read, for a fresh browser or another worker to start from
                 self.state_stale = False
                 self.record.also(self.keep_state)
+            # the last turn is recorded while the model answers, with the checkpoint another worker would go on from
+            self.record.hand_off(self.take_checkpoint())
+            if drain.requested.is_set():
+                raise HandOver(handover.DRAINED)
             params = self.request()
             ending = self.within_budget()
             if ending is not None:
@@ -1200,13 +1326,15 @@ class AgentLoop:
         input reaches the page only now: the agent's last turn is over, and until the hand-back it does nothing."""
         if self.control is not None:
             self.control.accepting.set()  # before the turn's record is written, which is what a viewer waits for
-        self.record.hand_off()
+        self.record.hand_off(self.take_checkpoint())
         self.record.flush()  # what the agent did before the pause is on the page for the person taking control
         waiter = asking.Waiter(self.run.public_id)
         try:
             with self.waiting_for_person():
                 while (since := human.paused_since(self.run)) is not None:
                     self.stop_if_cancelled()
+                    if drain.requested.is_set():
+                        raise HandOver(handover.DRAINED)  # the pause goes on on the next worker
                     left = settings.RUN_INPUT_TIMEOUT_SECONDS - (timezone.now() - since).total_seconds()
                     if left <= 0:
                         human.end_pause(self.run, by=human.PAUSE_TIMED_OUT, note="")
@@ -1225,4 +1353,4 @@ class AgentLoop:
             budget_notices=tracker.budget_notices,
             loop_nudges=tracker.loop_nudges,
             stagnation_nudges=tracker.stagnation_nudges,
-        )
+        ) | {"worker_losses": self.run.worker_losses}

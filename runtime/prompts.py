@@ -165,3 +165,21 @@ def browser_restarted(action: str, cause: str, url: str, problem: str = "") -> s
         f"[notice] Your browser was restarted. {what}{where} The {action} action may not have happened: check the "
         "page before you go on."
     )
+
+
+def worker_restarted(cause: str, url: str, problem: str = "") -> str:
+    """After the results above, when the run was continued on another worker (runs.handover): a fresh browser from the
+    state saved with the last turn, and what may or may not have happened on the web since."""
+    why = (
+        "the worker running this task was stopped for maintenance"
+        if cause == "drain"
+        else "the worker running this task was lost"
+    )
+    where = f" Could not reopen {url}: {problem}." if problem else f" It is now at {url or 'a blank page'}."
+    return (
+        f"[notice] Your browser was restarted: {why}, and the task goes on on another one. The browser was started "
+        "again from its state as saved after the results above (cookies and stored data); your other tabs and what "
+        f"was typed into a page and not submitted are lost.{where} Anything you did after the results above may or "
+        "may not have happened on the website: check the page before you repeat an action that must not happen twice "
+        "(a purchase, a message sent)."
+    )

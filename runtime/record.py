@@ -17,15 +17,21 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from runs import lifecycle
 from runs.models import Run
 from runs.usage import Answered, record_turn
 
+from . import checkpoint
 from .lane import Lane, LaneFailed
 
 log = logging.getLogger(__name__)
+
+
+class NotThisWorkers(Exception):
+    """The run was handed over to another worker (runs.handover): this one's record is refused."""
 
 
 class TurnRecord:
@@ -36,9 +42,17 @@ class TurnRecord:
     """
 
     def __init__(
-        self, run: Run, *, signals: Callable[[], dict[str, Any]], live_view_image: Callable[[], str | None]
+        self,
+        run: Run,
+        *,
+        handovers: int,
+        signals: Callable[[], dict[str, Any]],
+        live_view_image: Callable[[], str | None],
+        browser_state: Callable[[], dict[str, Any] | None],
     ) -> None:
         self.run = run
+        self.handovers = handovers
+        self.browser_state = browser_state
         self.lane = Lane(run.public_id)
         self.signals = signals
         self.live_view_image = live_view_image
@@ -59,24 +73,36 @@ class TurnRecord:
         self.answered, self.compactions = answered, compactions
         self.acting = False
 
-    def hand_off(self) -> None:
+    def hand_off(self, taken: checkpoint.Taken | None = None) -> None:
         """Hand the turn's record (and its live-view image) to the lane, with the signals when they changed, so the
-        live page shows them."""
+        live page shows them, and the checkpoint `taken` (runtime.checkpoint) with the browser state as last read.
+
+        Written only while the run is this worker's: in the same transaction the run's heartbeat is written under the
+        handovers it was claimed with, and a run handed over since refuses the whole record (NotThisWorkers)."""
         answered, compactions, events, current = self.answered, self.compactions, self.events, self.signals()
         signals = current if current != self.written_signals else None
         live_view_for, self.live_view_for = self.live_view_for, None
         self.answered, self.compactions, self.events = None, [], []
-        if answered is None and not events and signals is None:
+        if answered is None and not events and signals is None and taken is None:
             return
         if signals is not None:
             self.written_signals = signals
-        run, live_view_image = self.run, self.live_view_image
+        run, handovers, live_view_image, browser_state = (
+            self.run,
+            self.handovers,
+            self.live_view_image,
+            self.browser_state,
+        )
 
         def write() -> None:
             if live_view_for is not None:
                 live_view_for["screenshot_url"] = live_view_image()
-            record_turn(run, answered=answered, compactions=compactions, events=events, signals=signals)
-            lifecycle.heartbeat(run)
+            with transaction.atomic():
+                if not lifecycle.heartbeat(run, handovers):
+                    raise NotThisWorkers(f"run {run.public_id} was handed over to another worker")
+                record_turn(run, answered=answered, compactions=compactions, events=events, signals=signals)
+                if taken is not None:
+                    checkpoint.write(run, handovers, taken, browser_state())
 
         self.lane.submit(write)
 

@@ -46,7 +46,7 @@ class SignInSession:
         return browser_call.call(self.host, coro, timeout=BROWSER_SETUP_TIMEOUT_SECONDS, doing=doing)
 
     def execute(self) -> None:
-        heartbeat = Heartbeat(self.run)
+        heartbeat = Heartbeat(self.run, self.run.handovers)
         heartbeat.start()
         status: str = Run.Status.FAILED
         success, output, code, message = None, "", "", ""

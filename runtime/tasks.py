@@ -5,7 +5,7 @@ The web sends them by name (runs.tasks); a worker's autodiscovery imports this m
 
 from celery import Task, shared_task
 
-from runs import lifecycle
+from runs import handover, lifecycle
 from runtime.worker import execute_run as run_loop
 
 # How often a follow-up queued behind its session's earlier run looks again.
@@ -13,7 +13,7 @@ WAIT_BEHIND_SECONDS = 2
 
 
 @shared_task(name="runs.tasks.execute_run", bind=True, acks_late=True, max_retries=0, ignore_result=True)  # type: ignore[untyped-decorator]  # celery ships no type information
-def execute_run(self: Task, run_id: int, fair: bool = False) -> None:
+def execute_run(self: Task, run_id: int, fair: bool = False, handed_over: bool = False) -> None:
     """Run one run's agent loop in this worker thread; never retried, since a retry could repeat actions on the web.
 
     A `fair` message (every launch's, runs.lifecycle.enqueue) may claim a fairer admitted run in place of its own
@@ -21,7 +21,12 @@ def execute_run(self: Task, run_id: int, fair: bool = False) -> None:
     exactly the run it names.
 
     A follow-up whose session still has an earlier run queued or running waits for it (re-enqueued with a
-    countdown, holding no worker thread), so it starts in the browser state that run leaves behind."""
+    countdown, holding no worker thread), so it starts in the browser state that run leaves behind.
+
+    A `handed_over` message continues a run another worker handed over (runs.handover) from its last checkpoint."""
+    if handed_over:
+        run_loop(run_id, worker=self.request.hostname or "worker", handed_over=True)
+        return
     if lifecycle.wait_behind_earlier_run(run_id):
         self.apply_async(args=[run_id], kwargs={"fair": fair}, countdown=WAIT_BEHIND_SECONDS)
         return
@@ -30,9 +35,11 @@ def execute_run(self: Task, run_id: int, fair: bool = False) -> None:
 
 @shared_task(name="runs.tasks.reap_stale_runs")  # type: ignore[untyped-decorator]
 def reap_stale_runs() -> list[str]:
-    """The reaper (Celery beat, every 30 s): fails runs whose worker was lost, re-enqueues runs nobody claimed (all at
+    """The reaper (Celery beat, every 30 s): hands over (or, past their limit, fails) runs whose worker was lost, sends
+    again the messages of handed-over runs nobody continued, re-enqueues runs nobody claimed (all at
     once after a broker restart no worker noticed), admits runs a workspace's limit let wait whose admission was
     missed."""
     restarted = lifecycle.redeliver_after_broker_restart()
     lifecycle.admit_waiting_runs()
-    return restarted + lifecycle.reap_stale_runs() + lifecycle.redeliver_queued_runs()
+    handed_over = lifecycle.reap_stale_runs()
+    return restarted + handed_over + handover.redeliver_handed_over() + lifecycle.redeliver_queued_runs()

@@ -15,7 +15,14 @@ from typing import Any
 import anthropic
 import httpx2 as httpx
 from celery import bootsteps
-from celery.signals import worker_init, worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import (
+    worker_init,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+    worker_shutting_down,
+)
 from django.conf import settings
 from django.urls import reverse
 from opentelemetry.trace import StatusCode
@@ -24,10 +31,11 @@ from agent_platform import metrics, telemetry
 from agent_platform.celery import app
 from agent_platform.checks import check_object_storage
 from agent_platform.llm import client
-from runs import lifecycle
+from runs import handover, lifecycle
 from runs.events import pusher
 from runs.models import Run
 from runs.secret_box import SecretsUnavailable, unseal
+from runtime import checkpoint, drain
 from runtime.browser.host import BrowserHost
 from runtime.browser.reaper import reap_orphans
 from runtime.loop import AgentLoop
@@ -182,12 +190,22 @@ worker_process_init.connect(warm_up, weak=False)
 
 # --pool threads runs tasks in the main process (worker_shutdown); a prefork child has its own host to close.
 worker_shutdown.connect(close_browser_host, weak=False)
+# SIGTERM: runs are handed over to other workers rather than run to their end (runtime.drain)
+worker_shutting_down.connect(drain.begin, weak=False)
 worker_process_shutdown.connect(close_browser_host, weak=False)
 
 
-def execute_run(run_id: int, *, worker: str, fair: bool = False) -> None:
-    """Claim the run (with `fair`, the fairest admitted run, its own or another: runs.queueing) and run its loop to an
-    ending; a run already claimed, cancelled or finished is left alone."""
+def execute_run(run_id: int, *, worker: str, fair: bool = False, handed_over: bool = False) -> None:
+    """Claim the run (with `fair`, the fairest admitted run, its own or another: runs.queueing; with `handed_over`, a
+    run another worker handed over, to continue it: runs.handover) and run its loop to an ending; a run already
+    claimed, cancelled or finished is left alone."""
+    if handed_over:
+        continued = handover.claim_handed_over(run_id, worker)
+        if continued is None:
+            log.info("execute_run: run pk %s was already continued or ended", run_id)
+        else:
+            execute_claimed(continued, worker=worker, continued=True)
+        return
     run = lifecycle.claim_fairly(run_id, worker) if fair else lifecycle.claim(run_id, worker)
     if run is None:
         if fair:
@@ -198,13 +216,13 @@ def execute_run(run_id: int, *, worker: str, fair: bool = False) -> None:
     if run.pk != run_id:
         # The message's trace context is another run's launch: this run's trace starts afresh.
         with telemetry.detached():
-            execute_claimed(run)
+            execute_claimed(run, worker=worker)
         return
-    execute_claimed(run)
+    execute_claimed(run, worker=worker)
 
 
-def execute_claimed(run: Run) -> None:
-    if run.started_at is not None:
+def execute_claimed(run: Run, *, worker: str, continued: bool = False) -> None:
+    if run.started_at is not None and not continued:
         metrics.queue_wait.observe(max((run.started_at - run.created_at).total_seconds(), 0))
     # The run's span: its model requests and tool calls are its children, and the judgment its ending queues joins
     # the same trace (the judge's message carries it); it continues the launch's trace when the message carries one.
@@ -218,7 +236,8 @@ def execute_claimed(run: Run) -> None:
             if run.kind == Run.Kind.SIGN_IN:
                 SignInSession(run, browser_host).execute()  # no agent: the operator drives, then saves
             else:
-                AgentLoop(run, browser_host).execute()
+                resumption = checkpoint.resumption(run) if continued else None
+                AgentLoop(run, browser_host, worker=worker, continued=continued, resumption=resumption).execute()
         finally:
             ended = Run.objects.filter(pk=run.pk).first()
             if ended is not None:

@@ -1,5 +1,6 @@
 """`make run`'s supervisor (scripts/run.py) when its worker is SIGKILLed mid-run: the web stays up, a new worker comes
-up, the run ends worker_lost, nothing of the dead worker is left running, and SIGTERM stops everything cleanly.
+up and continues the run from its last turn (runs.handover) to success in one continuous timeline, nothing of the dead
+worker is left running, and SIGTERM stops everything cleanly.
 
 Runs the real supervisor in a scratch directory on this helper's own ports, with its embedded Redis, against the
 test database and the Messages stub.
@@ -20,10 +21,10 @@ import pytest
 from runs.models import Run
 from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
-from tests.support.launching import wait_for
+from tests.support.launching import events, wait_for
 from tests.support.paths import REPO
 from tests.support.processes import chromium_pids, command_line, descendants, group_alive, group_members, stat
-from tests.support.replies import browser
+from tests.support.replies import browser, done
 from tests.support.sites import free_port
 from tests.support.workers import worker_environment
 
@@ -58,7 +59,7 @@ def get(url: str) -> int:
         return 0
 
 
-def test_the_supervisor_restarts_a_killed_worker_and_the_run_ends_worker_lost(
+def test_the_supervisor_restarts_a_killed_worker_which_continues_the_run(
     acme_key, messages_stub, messages_stub_server, tmp_path
 ):
     thinking, release = threading.Event(), threading.Event()
@@ -68,7 +69,8 @@ def test_the_supervisor_restarts_a_killed_worker_and_the_run_ends_worker_lost(
         release.wait(120)  # the worker is killed while it waits for this answer
         return tool_use_reply("done", {"success": True, "output": "too late"})
 
-    messages_stub.agent(browser("get_page_text"), slow_model)
+    # the slow request's reply is never read (its worker is dead): the restarted worker's request gets the done
+    messages_stub.agent(browser("get_page_text"), slow_model, done(output="Read it after a restart."))
     env = worker_environment(
         {
             "PILOTHOUSE_VAR_DIR": str(tmp_path / "var"),
@@ -117,12 +119,17 @@ def test_the_supervisor_restarts_a_killed_worker_and_the_run_ends_worker_lost(
         wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in browsers), timeout=30,
                  message="the dead worker's Chromium to be gone")  # fmt: skip
         run = wait_for(
-            lambda: Run.objects.filter(public_id=run_id, status=Run.Status.FAILED).first(),
+            lambda: Run.objects.filter(public_id=run_id, finished_at__isnull=False).first(),
             timeout=120,
             interval=1,
-            message="the restarted worker's reaper to end the run",
+            message="the restarted worker to continue the run to its end",
         )
-        assert run.error_code == Run.ErrorCode.WORKER_LOST
+        assert (run.status, run.output, run.worker_losses) == (Run.Status.SUCCEEDED, "Read it after a restart.", 1)
+        timeline = events(run)
+        assert [event.seq for event in timeline] == list(range(1, len(timeline) + 1)), "one continuous timeline"
+        types = [event.type for event in timeline]
+        assert types.index("run.worker_lost") < types.index("run.recovered") < types.index("run.finished")
+        assert [event.payload["from_turn"] for event in timeline if event.type == "run.recovered"] == [1]
         assert celery_workers(supervisor.pid) == new_worker
         groups |= set(new_worker)
         assert get(f"http://127.0.0.1:{DEMO_PORT}/demo/shop/") == 200

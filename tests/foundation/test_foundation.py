@@ -7,6 +7,7 @@ import sys
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -140,8 +141,13 @@ def test_createapikey_refuses_unknown_workspace_without_create(db):
 
 @pytest.mark.worker
 def test_celery_task_runs_in_real_worker_and_changes_the_database(transactional_db, celery_worker, acme):
+    # lost as often as a run may be: this loss ends it (a run lost fewer times is continued: runs.handover)
     stale = make_run(
-        acme, status=Run.Status.RUNNING, heartbeat_at=timezone.now() - timedelta(hours=1), worker="gone@host"
+        acme,
+        status=Run.Status.RUNNING,
+        heartbeat_at=timezone.now() - timedelta(hours=1),
+        worker="gone@host",
+        worker_losses=settings.RUN_MAX_RECOVERIES,
     )
     fresh = make_run(acme, status=Run.Status.RUNNING, heartbeat_at=timezone.now(), worker="alive@host")
     reap_stale_runs.delay()

@@ -155,6 +155,7 @@ def test_each_notice_reaches_the_agent_at_the_end_of_the_right_turns_tool_result
         "failures_max": False,
         "verdict_turn": "cap",
         "verdict_followed": True,
+        "worker_losses": 0,
     }
 
 

@@ -4,6 +4,7 @@ takes their runs)."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -52,6 +53,8 @@ class WorkerProcess:
         self.log_path = log_path
         self.concurrency = concurrency
         self.queues = queues
+        # the node name, as a run's `worker` names the worker that executes it
+        self.name = f"tests-{queues}-{time.monotonic_ns()}@{socket.gethostname()}"
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "WorkerProcess":
@@ -59,7 +62,7 @@ class WorkerProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queues,
              "--pool", "threads", "--concurrency", str(self.concurrency), "--without-mingle", "--without-gossip",
-             "--loglevel", "INFO", "-n", f"tests-{self.queues}-{time.monotonic_ns()}@%h"],
+             "--loglevel", "INFO", "-n", self.name],
             cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.wait_ready()
