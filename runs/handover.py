@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from . import tasks
 from .events import emit
-from .models import Event, Run, RunCheckpoint
+from .models import Event, Run, RunCheckpoint, RunInput
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,8 @@ def hand_over(run: Run, *, handovers: int, cause: str, worker: str) -> bool:
         if not changed:
             return False
         run.refresh_from_db()
+        # a question the lost worker was waiting on is asked again by the next worker (the turn that asked is redone)
+        RunInput.objects.filter(run=run, state=RunInput.State.PENDING).update(state=RunInput.State.CLOSED)
         checkpoint = RunCheckpoint.objects.filter(run=run).order_by("-id").values_list("turn", flat=True).first()
         emit(
             run,

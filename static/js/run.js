@@ -165,6 +165,28 @@
             (d.url ? " · " + d.url : ""),
         );
         break;
+      case "run.worker_lost":
+      case "run.handed_over":
+        item = compact(
+          event,
+          (event.type === "run.worker_lost" ? "Worker lost" : "Worker stopping") +
+            " · " +
+            d.worker +
+            " · handed over after turn " +
+            d.checkpoint_turn,
+        );
+        break;
+      case "run.recovered":
+        item = compact(
+          event,
+          "Continued on " +
+            d.worker +
+            " from turn " +
+            d.from_turn +
+            " · " +
+            (d.cause === "drain" ? "its worker was stopping" : "its worker was lost"),
+        );
+        break;
       case "agent.final_view":
         item = compact(event, "Final view" + (d.url ? " · " + d.url : "") + (d.title ? " · " + d.title : ""));
         break;
@@ -244,6 +266,9 @@
     "run.started": 1,
     "agent.final_view": 1,
     "browser.restarted": 1,
+    "run.worker_lost": 1,
+    "run.handed_over": 1,
+    "run.recovered": 1,
     "run.finished": 1,
     "run.waiting": 1,
     "run.judged": 1,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.models import Run
+from runs.models import Run, RunCheckpoint
 from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support.launching import events, wait_for
@@ -103,6 +103,11 @@ def test_the_supervisor_restarts_a_killed_worker_which_continues_the_run(
         with urllib.request.urlopen(request, timeout=30) as response:
             run_id = json.loads(response.read())["id"]
         assert thinking.wait(120), "the run never reached its second model request"
+        # the first turn's record and checkpoint are committed while the model answers: the new worker goes on from it
+        wait_for(
+            lambda: RunCheckpoint.objects.filter(run__public_id=run_id, turn=1).exists(),
+            message="the first turn's checkpoint",
+        )
         browsers = chromium_pids(worker)
         assert browsers
 

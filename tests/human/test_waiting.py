@@ -19,7 +19,7 @@ def test_the_heartbeat_beats_through_a_wait_past_its_give_up_time(acme, settings
     settings.RUN_STALE_AFTER_SECONDS = 5  # a beat a second
     stale = timezone.now() - timedelta(hours=1)
     run = make_run(acme, status=Run.Status.RUNNING, heartbeat_at=stale)
-    heartbeat = Heartbeat(run)
+    heartbeat = Heartbeat(run, run.handovers)
     heartbeat.give_up_at = time.monotonic() + 0.5  # a loop past its time limit: a hung one, were it not waiting
     try:
         with heartbeat.waiting_for_person():

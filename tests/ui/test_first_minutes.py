@@ -316,3 +316,14 @@ def test_a_follow_up_does_not_wait_for_a_queued_run_that_was_lost_long_ago(acme,
         created_at=timezone.now() - timedelta(seconds=2 * settings.RUN_TIME_LIMIT_SECONDS + 60)
     )
     assert wait_behind_earlier_run(make_run(acme, session=lost.session).pk) is False
+
+
+def test_the_timeline_says_when_a_run_moved_to_another_worker_and_escapes_the_names(alice_client, acme):
+    run = make_run(acme, status=Run.Status.RUNNING)
+    emit(run, "run.worker_lost", {"worker": "celery@<b>gone</b>", "cause": "worker_lost", "checkpoint_turn": 5})
+    emit(run, "run.recovered", {"worker": "celery@next", "from_turn": 5, "cause": "worker_lost"})
+    emit(run, "run.handed_over", {"worker": "celery@next", "cause": "drain", "checkpoint_turn": 7})
+    page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
+    assert "Worker lost · celery@&lt;b&gt;gone&lt;/b&gt; · handed over after turn 5" in page
+    assert "Continued on celery@next from turn 5 · its worker was lost" in page
+    assert "Worker stopping · celery@next · handed over after turn 7" in page
