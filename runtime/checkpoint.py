@@ -90,7 +90,10 @@ def loop_state(loop: AgentLoop) -> dict[str, Any]:
 
 
 def write(run: Run, handovers: int, taken: Taken, browser_state: dict[str, Any] | None) -> None:
-    """On the lane, in the turn record's transaction."""
+    """On the lane, in the turn record's transaction. Only the newest browser state is kept: an older one is cleared
+    once a newer one is written (a turn whose state could not be read keeps the one before)."""
+    if browser_state:
+        RunCheckpoint.objects.filter(run=run).exclude(browser_state={}).update(browser_state={})
     RunCheckpoint.objects.create(
         run=run,
         turn=taken.turn,
@@ -108,13 +111,15 @@ def resumption(run: Run) -> Resumption | None:
     before its first model request: it starts over)."""
     messages: list[dict[str, Any]] = []
     last: RunCheckpoint | None = None
+    sealed_state: dict[str, Any] = {}
     for checkpoint in RunCheckpoint.objects.filter(run=run).order_by("id"):
         del messages[checkpoint.first_message :]
         messages.extend(json.loads(checkpoint.messages))
         last = checkpoint
+        sealed_state = checkpoint.browser_state or sealed_state
     if last is None:
         return None
-    state = unseal(last.browser_state) if last.browser_state else None
+    state = unseal(sealed_state) if sealed_state else None
     return Resumption(
         turn=last.turn,
         messages=messages,

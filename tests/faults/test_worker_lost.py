@@ -17,8 +17,10 @@ from agent_platform.celery import app
 from agent_platform.models import ModelRequest
 from runs import handover, lifecycle
 from runs.models import Run, RunCheckpoint
+from runtime.record import NotThisWorkers, TurnRecord
 from tests import messages_stub as stub_fixtures
 from tests.support import sites
+from tests.support.factories import make_run
 from tests.support.launching import enqueue, events, finished, wait_for
 from tests.support.processes import chromium_pids
 from tests.support.replies import browser, done
@@ -53,6 +55,12 @@ def kill_browsers(pids: list[int]) -> None:
 
 
 def step_url(site: Any, step: int) -> str:
+    """Step 1 signs in (a cookie and local storage: tests/pages/state.html), step 6 reads them back; the others walk
+    the shop's pages."""
+    if step == 1:
+        return f"{site_url(site)}/state.html?set"
+    if step == 6:
+        return f"{site_url(site)}/state.html"
     return f"{site_url(site)}/runtime_shop.html?step={step}"
 
 
@@ -77,9 +85,14 @@ def script(site: Any, held_at: int, held: HeldRequest) -> list:
         browser("navigate", url=step_url(site, step), thinking=f"Step {step}: on to the next page.")
         for step in range(1, TURNS)
     ]
+    replies[6] = browser("get_page_text", thinking="Step 7: read what the page remembers.")
     replies.append(done(output="Walked every step.", thinking="Every step is done."))
     replies.insert(held_at - 1, held)
     return replies
+
+
+def walk(acme: Any, site: Any) -> Run:
+    return make_run(acme, task="Walk the steps.", start_url=step_url(site, 0), max_turns=TURNS + 2)
 
 
 def worker_env(tmp_path, name: str, **extra: str) -> dict:
@@ -116,7 +129,7 @@ def test_a_run_whose_worker_is_killed_goes_on_on_another_worker_from_its_last_tu
     # the lost request's reply (never read: its worker is dead by then); the replacement comes next in the script
     held = HeldRequest(browser("navigate", url=step_url(fault_site, 99)))
     messages_stub.agent(*script(fault_site, LOST_AT + 1, held))
-    run = enqueue(_make(acme, fault_site), queue=queue)
+    run = enqueue(walk(acme, fault_site), queue=queue)
     browsers: list[int] = []
     try:
         assert held.arrived.wait(90), "the run never reached the request after its fifth turn"
@@ -157,9 +170,12 @@ def test_a_run_whose_worker_is_killed_goes_on_on_another_worker_from_its_last_tu
         assert lost.seq < recovered.seq
         # every turn's tool call once, in order: the lost one was never recorded, and was redone
         calls = [event.payload for event in timeline if event.type == "agent.tool_use"]
-        assert [call["input"].get("url") for call in calls] == [
-            step_url(fault_site, step) for step in range(1, TURNS)
-        ] + [None]
+        expected = [step_url(fault_site, step) for step in range(1, TURNS)]
+        expected[6] = None  # get_page_text
+        assert [call["input"].get("url") for call in calls] == [*expected, None]
+        # the cookie and local storage set before the loss are in the browser the second worker started
+        remembered = [event.payload["content"] for event in timeline if event.type == "agent.tool_result"][6]
+        assert "session_token=abc123" in remembered and "kept in local storage" in remembered
         assert types.index("run.recovered") < types.index("agent.tool_use", types.index("run.worker_lost"))
 
         requests = messages_stub.requests
@@ -193,12 +209,6 @@ def test_a_run_whose_worker_is_killed_goes_on_on_another_worker_from_its_last_tu
         second.stop()
 
 
-def _make(acme: Any, site: Any) -> Run:
-    from tests.support.factories import make_run
-
-    return make_run(acme, task="Walk the steps.", start_url=step_url(site, 0), max_turns=TURNS + 2)
-
-
 def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
     acme, fault_site, messages_stub, messages_stub_server, tmp_path
 ):
@@ -210,7 +220,7 @@ def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
     replies = script(fault_site, 3, held)
     del replies[3]  # the held request answers the third step itself
     messages_stub.agent(*replies)
-    run = enqueue(_make(acme, fault_site), queue=queue)
+    run = enqueue(walk(acme, fault_site), queue=queue)
     browsers: list[int] = []
     try:
         assert held.arrived.wait(90), "the run never reached its third request"
@@ -245,9 +255,6 @@ def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
 
 
 def test_a_worker_that_was_taken_for_lost_cannot_write_over_the_one_that_continued(acme):
-    from runtime.record import NotThisWorkers, TurnRecord
-    from tests.support.factories import make_run
-
     run = make_run(acme, status=Run.Status.RUNNING, worker="celery@slow")
     slow = TurnRecord(run, handovers=0, signals=dict, live_view_image=lambda: None, browser_state=lambda: None)
     try:
