@@ -4,7 +4,8 @@ Each turn (from one model request to the next) is split by timing wrappers insta
 runtime has no timing code): the model client (SDK client, HTTP round trip to the stub), browser actions, reads
 (read_page, find, get_page_text), the page fingerprint and the viewport screenshot the loop takes after each action,
 persistence (event, usage and run-row writes in PostgreSQL), the push to the Channels layer (Redis), and the rest of
-the loop. Target: p50 under 40 ms per turn excluding the screenshot.
+the loop. Target: p50 under 40 ms per turn excluding the screenshot. The checkpoint another worker would continue the
+run from (runtime.checkpoint) is timed on its own: taken on the loop's thread, written on the run's lane.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench REDIS_URL=redis://127.0.0.1:6379/8 \\
         .venv/bin/python bench/turn_overhead.py [--runs 3] [--turns 30]
@@ -132,6 +133,37 @@ def install(profiler: TurnProfiler) -> None:
     Page.screenshot = screenshot  # type: ignore[method-assign]  # timed in place, for this process only
 
 
+class CheckpointTimer:
+    """Milliseconds spent on checkpoints, on whichever thread: taking them (the loop's) and writing them (the lane's,
+    inside the turn record's transaction), with the bytes of conversation each row holds."""
+
+    def __init__(self) -> None:
+        self.took: list[float] = []
+        self.wrote: list[float] = []
+        self.sizes: list[int] = []
+
+    def install(self) -> None:
+        from runtime import checkpoint, loop
+
+        take, write = loop.AgentLoop.take_checkpoint, checkpoint.write
+        timer = self
+
+        def timed_take(agent_loop: Any) -> Any:
+            started = time.perf_counter()
+            taken = take(agent_loop)
+            timer.took.append((time.perf_counter() - started) * 1000)
+            timer.sizes.append(len(taken.messages))
+            return taken
+
+        def timed_write(*args: Any, **kwargs: Any) -> None:
+            started = time.perf_counter()
+            write(*args, **kwargs)
+            timer.wrote.append((time.perf_counter() - started) * 1000)
+
+        loop.AgentLoop.take_checkpoint = timed_take  # type: ignore[method-assign]  # timed in place, this process only
+        checkpoint.write = timed_write
+
+
 def reuse_one_client() -> None:
     """Build the Anthropic client once: each construction loads the CA bundle into a new SSL context."""
     import functools
@@ -158,12 +190,15 @@ def main() -> None:
     with _runtime.fixture_site() as site, _runtime.stub_process(site, args.turns, with_usage=True) as base_url:
         _runtime.configure(base_url)
         install(profiler)
+        checkpoints = CheckpointTimer()
+        checkpoints.install()
         if args.reuse_client:
             reuse_one_client()
         profiler.thread = threading.current_thread()
         # a first run warms Chromium, the connections and the imports; it is not counted
         _runtime.execute(_runtime.new_run(site, max_turns=args.turns + 5))
         profiler.turns.clear()
+        checkpoints.__init__()  # type: ignore[misc]  # the warm-up run's are not counted
         for _ in progress(range(args.runs), args.runs, "runs"):
             first = len(profiler.turns)
             run = _runtime.new_run(site, max_turns=args.turns + 5)
@@ -197,6 +232,12 @@ def main() -> None:
     print(
         f"\np50 per turn excluding the screenshot: {p50:.1f} ms (per-run p50s {spread} ms); "
         f"target < {TARGET_P50_MS:.0f} ms: {verdict}"
+    )
+    took, wrote, sizes = stats(checkpoints.took), stats(checkpoints.wrote), stats([float(n) for n in checkpoints.sizes])
+    print(
+        f"checkpoints: {len(checkpoints.took)} taken, p50 {took['median']:.2f} ms (p95 {took['p95']:.2f}) on the loop's "
+        f"thread; written p50 {wrote['median']:.2f} ms (p95 {wrote['p95']:.2f}) on the lane, in the turn's "
+        f"transaction; {sizes['median']:.0f} bytes of conversation per row (p50)"
     )
 
 
