@@ -160,7 +160,7 @@ class CheckpointTimer:
             write(*args, **kwargs)
             timer.wrote.append((time.perf_counter() - started) * 1000)
 
-        loop.AgentLoop.take_checkpoint = timed_take  # type: ignore[method-assign]  # timed in place, this process only
+        loop.AgentLoop.take_checkpoint = timed_take  # type: ignore[method-assign,assignment]  # timed in place, this process only
         checkpoint.write = timed_write
 
 
