@@ -62,14 +62,6 @@ if TYPE_CHECKING:
 PAGE_SIZE = 50
 # The newest batches offered in the runs list's batch filter (an older one is reached from its batch page's link).
 BATCH_CHOICES = 20
-# Event types the timeline draws in their own way; any other type is shown with its raw data.
-KNOWN_TYPES = frozenset(
-    {
-        "run.started", "run.waiting", "agent.message", "agent.tool_use", "agent.tool_result", "agent.usage", "agent.final_view",
-        "run.finished", "run.judged", "span.outcome_evaluation_start", "span.outcome_evaluation_end",
-    }
-)  # fmt: skip
-VIOLATION_PREFIX = "output_schema_violation"
 
 
 def demo_tasks(workspace: Workspace) -> list[dict[str, Any]]:
