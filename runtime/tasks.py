@@ -6,6 +6,7 @@ The web sends them by name (runs.tasks); a worker's autodiscovery imports this m
 from celery import Task, shared_task
 
 from runs import handover, lifecycle
+from runtime import drain
 from runtime.worker import execute_run as run_loop
 
 # How often a follow-up queued behind its session's earlier run looks again.
@@ -23,7 +24,14 @@ def execute_run(self: Task, run_id: int, fair: bool = False, handed_over: bool =
     A follow-up whose session still has an earlier run queued or running waits for it (re-enqueued with a
     countdown, holding no worker thread), so it starts in the browser state that run leaves behind.
 
-    A `handed_over` message continues a run another worker handed over (runs.handover) from its last checkpoint."""
+    A `handed_over` message continues a run another worker handed over (runs.handover) from its last checkpoint.
+
+    A stopping worker (runtime.drain) may still be given a message (Celery's warm shutdown finishes what it fetched):
+    it takes no run, and sends the message again, to the queue it came from, for another worker."""
+    if drain.requested.is_set():
+        queue = (self.request.delivery_info or {}).get("routing_key")
+        self.apply_async(args=[run_id], kwargs={"fair": fair, "handed_over": handed_over}, queue=queue)
+        return
     if handed_over:
         run_loop(run_id, worker=self.request.hostname or "worker", handed_over=True)
         return

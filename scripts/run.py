@@ -3,8 +3,9 @@ cleanly by Ctrl-C or SIGTERM.
 
 Starts, as children of this process: a private Redis on a Unix socket (unless REDIS_URL is set), the scripted
 demo model (unless ANTHROPIC_API_KEY is set), one Celery worker with the stale-run reaper, the ASGI server and the
-demo site's own server. A child that exits is started again (a dead worker's runs then end `worker_lost` when the
-new worker's reaper sees them).
+demo site's own server. A child that exits is started again (a dead worker's runs are then continued by the new
+worker once its reaper sees them: runs.handover). Stopping, the worker is told first and hands its runs over as each
+turn is recorded; the next start continues them.
 """
 
 import os
@@ -95,14 +96,16 @@ class Supervisor:
 
     BACKOFF_SECONDS = (1, 2, 5, 10, 30)
     HEALTHY_AFTER_SECONDS = 60  # a child that ran this long starts again without waiting
+    # How long a stopping worker has to hand its runs over (its WORKER_DRAIN_SECONDS unless the environment sets it)
+    DRAIN_SECONDS = 10
 
     def __init__(self) -> None:
         self.children: list[Child] = []
         # Set by the first stop signal: from then on a signal escalates the stop instead of interrupting it.
         self.stopping = False
 
-    def start(self, name: str, args: list[str], env: dict) -> subprocess.Popen:
-        child = Child(name, args, env)
+    def start(self, name: str, args: list[str], env: dict, *, drains: bool = False) -> subprocess.Popen:
+        child = Child(name, args, env, drains=drains)
         child.spawn()
         self.children.append(child)
         return child.process
@@ -125,6 +128,19 @@ class Supervisor:
 
     def stop_all(self) -> None:
         self.stopping = True
+        # The worker first, its main process alone: it hands each run over once the run's turn is recorded
+        # (runtime.drain), with its browser (Playwright's driver is in its group), Redis and the web still up. The
+        # next start continues those runs.
+        draining = [child for child in self.children if child.drains and child.process.poll() is None]
+        for child in draining:
+            say(f"stopping {child.name} (handing its runs over)")
+            child.signal_main(signal.SIGTERM)
+        deadline = time.monotonic() + self.DRAIN_SECONDS + 5
+        for child in draining:
+            try:
+                child.process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                pass
         for child in reversed(self.children):
             if child.process.poll() is None:
                 say(f"stopping {child.name}")
@@ -160,10 +176,11 @@ class Supervisor:
 class Child:
     """One supervised process: how to start it, and its current process (the leader of its own group)."""
 
-    def __init__(self, name: str, args: list[str], env: dict) -> None:
+    def __init__(self, name: str, args: list[str], env: dict, *, drains: bool = False) -> None:
         self.name = name
         self.args = args
         self.env = env
+        self.drains = drains  # told to stop by its main process first (a worker: runtime.drain)
         self.failures = 0
         self.restart_at: float | None = None
         self.started_at = 0.0
@@ -173,6 +190,12 @@ class Child:
         self.process = subprocess.Popen(self.args, cwd=REPO, env=self.env, start_new_session=True)
         self.started_at = time.monotonic()
         self.restart_at = None
+
+    def signal_main(self, signum: int) -> None:
+        try:
+            self.process.send_signal(signum)
+        except ProcessLookupError:
+            pass
 
     def signal_group(self, signum: int) -> None:
         try:
@@ -238,7 +261,8 @@ def main() -> int:
             "worker",
             [PYTHON, "-m", "celery", "-A", "agent_platform", "worker", "--beat", "-Q", "runs,judge,default",
              "--pool", "threads", "--concurrency", env.get("WORKER_CONCURRENCY", "4"), "--loglevel", "INFO"],
-            env,
+            {"WORKER_DRAIN_SECONDS": str(Supervisor.DRAIN_SECONDS), **env},
+            drains=True,
         )  # fmt: skip
         web = supervisor.start(
             "web", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_platform.asgi:application"], env

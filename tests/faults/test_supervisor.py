@@ -1,6 +1,6 @@
 """`make run`'s supervisor (scripts/run.py) when its worker is SIGKILLed mid-run: the web stays up, a new worker comes
 up and continues the run from its last turn (runs.handover) to success in one continuous timeline, nothing of the dead
-worker is left running, and SIGTERM stops everything cleanly.
+worker is left running; SIGTERM stops everything cleanly, the worker first, which hands its run in flight over.
 
 Runs the real supervisor in a scratch directory on this helper's own ports, with its embedded Redis, against the
 test database and the Messages stub.
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from runs import lifecycle
 from runs.models import Run, RunCheckpoint
 from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
@@ -51,6 +52,19 @@ def celery_workers(supervisor: int) -> list[int]:
     return found
 
 
+class HeldReply:
+    """A reply held until the test lets it go."""
+
+    def __init__(self, reply: dict) -> None:
+        self.reply = reply
+        self.arrived, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, request: dict) -> dict:
+        self.arrived.set()
+        self.release.wait(60)
+        return self.reply
+
+
 def get(url: str) -> int:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
@@ -71,6 +85,7 @@ def test_the_supervisor_restarts_a_killed_worker_which_continues_the_run(
 
     # the slow request's reply is never read (its worker is dead): the restarted worker's request gets the done
     messages_stub.agent(browser("get_page_text"), slow_model, done(output="Read it after a restart."))
+    stopping = HeldReply(browser("get_page_text"))  # the second run's, held while make run stops
     env = worker_environment(
         {
             "PILOTHOUSE_VAR_DIR": str(tmp_path / "var"),
@@ -138,8 +153,27 @@ def test_the_supervisor_restarts_a_killed_worker_which_continues_the_run(
         assert celery_workers(supervisor.pid) == new_worker
         groups |= set(new_worker)
         assert get(f"http://127.0.0.1:{DEMO_PORT}/demo/shop/") == 200
+
+        # Stopping make run mid-run: the worker is told first and hands its run over once the turn is recorded.
+        messages_stub.agent(browser("get_page_text"), stopping)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            second_id = json.loads(response.read())["id"]
+        assert stopping.arrived.wait(120), "the second run never reached its second model request"
+        os.kill(supervisor.pid, signal.SIGTERM)
+        wait_for(lambda: b"stopping worker (handing its runs over)" in log_path.read_bytes(), timeout=20,
+                 message="the supervisor to tell the worker first")  # fmt: skip
+        stopping.release.set()
+        supervisor.wait(timeout=60)
+        second = Run.objects.get(public_id=second_id)
+        assert (second.status, second.handovers, second.worker_losses) == (Run.Status.RUNNING, 1, 0)
+        assert second.handed_over_at is not None, "it waits for the next start's worker"
+        [handed] = events(second, "run.handed_over")
+        assert handed.payload["cause"] == "drain" and handed.payload["checkpoint_turn"] == 2
+        lifecycle.request_cancel(second)  # with no worker holding it, a cancel ends it at once
+        assert second.status == Run.Status.CANCELLED
     finally:
         release.set()
+        stopping.release.set()
         if supervisor.poll() is None:
             os.kill(supervisor.pid, signal.SIGTERM)
         try:
