@@ -59,7 +59,6 @@ if TYPE_CHECKING:
 
 APPLICATION_NAME = "pilothouse-turn-load"  # how this script's driver connections are found in pg_stat_activity
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-QUIET_WINDOW_SECONDS = 5.0
 # A PostgreSQL backend reports its counters to pg_stat_database at most once a second, and within a second of going idle.
 STATS_FLUSH_SECONDS = 1.5
 
@@ -141,6 +140,7 @@ class DriverTally:
     sending: dict[str, float] = field(default_factory=dict)  # when the push loop began its group_send
     sent: dict[str, float] = field(default_factory=dict)  # when that group_send returned (Redis has the message)
     group_send_ms: list[float] = field(default_factory=list)  # every group_send of the process
+    push_drain_s: float = 0.0  # after the phase's last commit, until the push loop had sent everything
 
 
 class Driver:
@@ -167,6 +167,8 @@ class Driver:
         self.message = page_text(MESSAGE_CHARS, 99).replace("\n", " ")
         self.tally = DriverTally()
         self.lock = threading.Lock()
+        self.pushes_handed = 0  # group messages given to the push loop, and sent by it
+        self.pushes_sent = 0
         self.install_timers()
         for lane in self.lanes:  # each lane opens its connection now, not inside the first measured turn
             lane.submit(self.connect)
@@ -204,6 +206,7 @@ class Driver:
 
         def stamped_send(messages: list[tuple[str, dict[str, Any]]]) -> None:
             now = time.time()
+            self.pushes_handed += len(messages)
             for group, message in messages:
                 run_id = group.removeprefix("run.")
                 if message.get("type") == "run.event" and run_id in watched:
@@ -216,7 +219,10 @@ class Driver:
 
         async def timed_group_send(group: str, message: dict[str, Any]) -> None:
             started = time.time()
-            await original_group_send(group, message)
+            try:
+                await original_group_send(group, message)
+            finally:
+                self.pushes_sent += 1
             ended = time.time()
             run_id = group.removeprefix("run.")
             with self.lock:
@@ -284,7 +290,15 @@ class Driver:
             thread.join()
         for lane in self.lanes:
             lane.flush()
+        self.tally.push_drain_s = self.drain_pushes()
         return self.tally
+
+    def drain_pushes(self, limit: float = 120.0) -> float:
+        """Wait until the push loop has sent every message handed to it (a loop that falls behind shows here)."""
+        started = time.monotonic()
+        while self.pushes_sent < self.pushes_handed and time.monotonic() - started < limit:
+            time.sleep(0.05)
+        return time.monotonic() - started
 
     def schedule(self, lane_index: int, interval: float, started: float, deadline: float) -> None:
         mine = self.runs[lane_index :: len(self.lanes)]
@@ -396,7 +410,7 @@ class Counters:
 
     at: float
     database: dict[str, int]
-    other_rows: int  # rows written in the other databases of the cluster (shared PostgreSQL)
+    other_rows: dict[str, int]  # rows written in each other database of the cluster (shared PostgreSQL)
     wal_lsn: str
     redis: dict[str, int]
     cpu_s: dict[str, float]
@@ -444,10 +458,10 @@ class Machine:
             names = ["commits", "inserted", "updated", "deleted", "blocks_read", "blocks_hit"]
             database = dict(zip(names, cursor.fetchone(), strict=True))
             cursor.execute(
-                "SELECT coalesce(sum(tup_inserted + tup_updated + tup_deleted), 0) FROM pg_stat_database "
-                "WHERE datname <> current_database()"
+                "SELECT datname, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database "
+                "WHERE datname <> current_database() AND datname IS NOT NULL"
             )
-            other_rows = int(cursor.fetchone()[0])
+            other_rows = {name: int(rows) for name, rows in cursor.fetchall()}
             cursor.execute("SELECT pg_current_wal_lsn()::text")
             wal_lsn = cursor.fetchone()[0]
         info = self.redis.info("stats")
@@ -458,6 +472,13 @@ class Machine:
         }
         cpu = {name: sum(process_cpu_s(pid) for pid in pids) for name, pids in self.groups.items()}
         return Counters(time.monotonic(), database, other_rows, wal_lsn, redis_counters, cpu)
+
+    def idle(self, seconds: float) -> Delta:
+        """The counters' rates over `seconds` while this script's processes are idle."""
+        time.sleep(STATS_FLUSH_SECONDS)
+        before = self.read()
+        time.sleep(seconds)
+        return delta(self, before, self.read())
 
     def wal_bytes(self, start: str, end: str) -> int:
         with self.connection.cursor() as cursor:
@@ -482,7 +503,13 @@ def delta(machine: Machine, before: Counters, after: Counters) -> Delta:
     return Delta(
         seconds,
         {key: (after.database[key] - before.database[key]) / seconds for key in before.database},
-        (after.other_rows - before.other_rows) / seconds,
+        # databases created or dropped meanwhile (other people's test databases) are left out
+        sum(
+            max(0, rows - before.other_rows[name])
+            for name, rows in after.other_rows.items()
+            if name in before.other_rows
+        )
+        / seconds,
         machine.wal_bytes(before.wal_lsn, after.wal_lsn) / seconds,
         {key: (after.redis[key] - before.redis[key]) / seconds for key in before.redis},
         {key: (after.cpu_s[key] - before.cpu_s[key]) / seconds for key in before.cpu_s},
@@ -578,7 +605,24 @@ class Phase:
     def add(self, result: dict[str, Any]) -> None:
         for name, value in result.items():
             mine = getattr(self.tally, name)
-            setattr(self.tally, name, mine | value if isinstance(mine, dict) else mine + value)
+            if name == "push_drain_s":
+                setattr(self.tally, name, max(mine, value))
+            else:
+                setattr(self.tally, name, mine | value if isinstance(mine, dict) else mine + value)
+
+
+def mean_of(first: Delta, second: Delta) -> Delta:
+    def mean(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+        return {key: (a[key] + b[key]) / 2 for key in a}
+
+    return Delta(
+        first.seconds + second.seconds,
+        mean(first.database, second.database),
+        (first.other_rows + second.other_rows) / 2,
+        (first.wal + second.wal) / 2,
+        mean(first.redis, second.redis),
+        mean(first.cpu, second.cpu),
+    )
 
 
 def subtract(window: Delta, quiet: Delta) -> Delta:
@@ -619,16 +663,15 @@ def coordinate(args: argparse.Namespace) -> dict[str, Any]:
         with _drivers(share, {r.pk for r in watched}, args.lanes, env) as drivers:
             driver_pids = [expect(stdout, "ready") for _process, stdout in drivers]
             machine = Machine(driver_pids, receiver_pid)
+            quiet_before = machine.idle(args.quiet_seconds)
             # Each run's first turn is not measured: the first pushes open the layer's connections, the first image its
             # run's folder.
             for process, _stdout in drivers:
                 tell(process, {"phase": "warm-up", "interval": args.interval, "duration": args.interval})
             warm_up_turns = sum(expect(stdout, "tally")["committed"] for _process, stdout in drivers)
             for phase in phases:
-                quiet_start = machine.read()
-                time.sleep(QUIET_WINDOW_SECONDS)
+                time.sleep(STATS_FLUSH_SECONDS)
                 before = machine.read()
-                quiet = delta(machine, quiet_start, before)
                 phase.load = load_average()
                 for process, _stdout in drivers:
                     tell(process, {"phase": phase.name, "interval": phase.interval, "duration": phase.duration})
@@ -636,10 +679,15 @@ def coordinate(args: argparse.Namespace) -> dict[str, Any]:
                 time.sleep(STATS_FLUSH_SECONDS)
                 after = machine.read()
                 phase.load += " -> " + load_average()
-                phase.usage = subtract(delta(machine, before, after), quiet)
+                phase.usage = delta(machine, before, after)
                 for result in results:
                     phase.add(result)
                 print(f"{phase.name}: {phase.turns:,} turns in {phase.usage.seconds:.1f} s", file=sys.stderr)
+            # Everyone else's use of the shared PostgreSQL and Redis: the mean of the idle windows around the phases.
+            quiet = mean_of(quiet_before, machine.idle(args.quiet_seconds))
+            for phase in phases:
+                assert phase.usage is not None
+                phase.usage = subtract(phase.usage, quiet)
             for process, _stdout in drivers:
                 tell(process, {"phase": "quit"})
         tell(receiver[0], {"stop": True})
@@ -687,7 +735,11 @@ def summarize(
     rows = []
     push_rows = []
     per_turn_rows = []
-    summary: dict[str, Any] = {"runs": len(runs), "watched": len(watched), "phases": {}}
+    summary: dict[str, Any] = {
+        "runs": [run.public_id for run in runs],
+        "watched": [run.public_id for run in watched],
+        "phases": {},
+    }
     for phase in phases:
         usage = phase.usage
         assert usage is not None
@@ -714,6 +766,7 @@ def summarize(
                 stats(tally.group_send_ms)["p95"],
                 stats(sent_to_received)["median"],
                 stats(sent_to_received)["p95"],
+                tally.push_drain_s,
             ]
         )
         offered = len(runs) / phase.interval if phase.interval > 0 else float("nan")
@@ -727,7 +780,7 @@ def summarize(
                 stats(tally.commit_ms)["p95"],
                 stats(tally.write_ms)["median"],
                 stats(tally.write_ms)["p95"],
-                percentile(tally.late_ms, 0.95),
+                percentile(tally.late_ms, 0.95) if phase.interval > 0 else float("nan"),
                 phase.load,
             ]
         )
@@ -759,6 +812,7 @@ def summarize(
             "delivery_ms": stats(delivery),
             "push_wait_ms": stats(waiting),
             "group_send_ms": stats(tally.group_send_ms),
+            "push_drain_s": tally.push_drain_s,
             "pushes_stamped": len(tally.pushed),
             "pushes_delivered": len(delivery),
             "per_turn": per_turn,
@@ -801,6 +855,7 @@ def summarize(
                 "p95 ms",
                 "Redis to viewer p50 ms",
                 "p95 ms",
+                "push loop behind at the end s",
             ],
             push_rows,
         )
@@ -890,9 +945,12 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between a run's turns (steady phase)")
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of the steady phase")
     parser.add_argument("--saturate", type=float, default=30.0, help="seconds of the flat-out phase (0: none)")
-    parser.add_argument("--processes", type=int, default=2, help="driver processes (a worker's processes)")
-    parser.add_argument("--lanes", type=int, default=16, help="lanes (database connections) per driver process")
+    parser.add_argument("--processes", type=int, default=8, help="driver processes (a worker's processes)")
+    parser.add_argument("--lanes", type=int, default=4, help="lanes (database connections) per driver process")
     parser.add_argument("--sample-every", type=int, default=10, help="watch every n-th run's live group")
+    parser.add_argument(
+        "--quiet-seconds", type=float, default=5.0, help="the window before each phase that measures everyone else"
+    )
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--keep", action="store_true", help="keep the runs and workspaces (deleted by default)")
     args = parser.parse_args()
