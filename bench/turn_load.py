@@ -48,6 +48,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -141,6 +142,7 @@ class DriverTally:
     sent: dict[str, float] = field(default_factory=dict)  # when that group_send returned (Redis has the message)
     group_send_ms: list[float] = field(default_factory=list)  # every group_send of the process
     push_drain_s: float = 0.0  # after the phase's last commit, until the push loop had sent everything
+    heartbeats: int = 0  # the heartbeat thread's beats (the lane beats too, with each turn)
 
 
 class Driver:
@@ -170,9 +172,12 @@ class Driver:
         self.pushes_handed = 0  # group messages given to the push loop, and sent by it
         self.pushes_sent = 0
         self.install_timers()
-        for lane in self.lanes:  # each lane opens its connection now, not inside the first measured turn
+        # the heartbeats' own thread and connection, kept for the driver's life like the lanes' (so their backends'
+        # CPU is counted)
+        self.heartbeat_lane = Lane("heartbeats", capacity=len(self.runs) + 1)
+        for lane in [*self.lanes, self.heartbeat_lane]:  # each opens its connection now, not inside a measured turn
             lane.submit(self.connect)
-        for lane in self.lanes:
+        for lane in [*self.lanes, self.heartbeat_lane]:
             lane.flush()
 
     @staticmethod
@@ -284,14 +289,33 @@ class Driver:
             threading.Thread(target=self.schedule, args=(index, interval, started, deadline), name=f"loop-{index}")
             for index in range(len(self.lanes))
         ]
-        for thread in schedulers:
+        heartbeats = threading.Thread(target=self.beat, args=(started, deadline), name="heartbeats")
+        for thread in [*schedulers, heartbeats]:
             thread.start()
-        for thread in schedulers:
+        for thread in [*schedulers, heartbeats]:
             thread.join()
         for lane in self.lanes:
             lane.flush()
         self.tally.push_drain_s = self.drain_pushes()
         return self.tally
+
+    def beat(self, started: float, deadline: float) -> None:
+        """Each run's heartbeat while it waits on the model or the browser, at the loop's own interval (a worker
+        beats from a thread and connection of each run's; here one thread and connection beat for all)."""
+        from runs import lifecycle
+        from runtime.loop import Heartbeat
+
+        interval = Heartbeat(self.runs[0].run).interval
+        due = [(started + interval * index / len(self.runs), index) for index in range(len(self.runs))]
+        while True:
+            when, index = heapq.heappop(due)
+            if when >= deadline:
+                break
+            time.sleep(max(0.0, when - time.monotonic()))
+            self.heartbeat_lane.submit(partial(lifecycle.heartbeat, self.runs[index].run))
+            self.tally.heartbeats += 1
+            heapq.heappush(due, (when + interval, index))
+        self.heartbeat_lane.flush()
 
     def drain_pushes(self, limit: float = 120.0) -> float:
         """Wait until the push loop has sent every message handed to it (a loop that falls behind shows here)."""
@@ -317,7 +341,7 @@ class Driver:
             heapq.heappush(due, (when + interval if interval > 0 else time.monotonic(), index))
 
     def close(self) -> None:
-        for lane in self.lanes:
+        for lane in [*self.lanes, self.heartbeat_lane]:
             lane.close()
 
 
