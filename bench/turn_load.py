@@ -943,10 +943,22 @@ def check(runs: list[Run], watched: list[Run], arrived: list[tuple[str, int, flo
         problems.append(f"{duplicates} pushes received more than once")
     if len(seen) != expected_pushes:
         problems.append(f"{len(seen)} pushes received of {expected_pushes} events of the watched runs")
+    # what a turn keeps in the database: its events' payloads as JSON and as stored (compressed when large)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        table_name = connection.ops.quote_name(Event._meta.db_table)
+        payload_sizes = (
+            "SELECT coalesce(sum(octet_length(payload::text)), 0), coalesce(sum(pg_column_size(payload)), 0)"
+        )
+        cursor.execute(f"{payload_sizes} FROM {table_name} WHERE run_id = ANY(%s)", [pks])
+        json_bytes, stored_bytes = cursor.fetchone()
     result = {
         "turns": turns,
         "model_requests": requests,
         "events": events,
+        "event_json_bytes_per_turn": int(json_bytes) / max(turns, 1),
+        "event_stored_bytes_per_turn": int(stored_bytes) / max(turns, 1),
         "pushes_expected": expected_pushes,
         "pushes_received": len(seen),
         "duplicate_pushes": duplicates,
@@ -956,6 +968,10 @@ def check(runs: list[Run], watched: list[Run], arrived: list[tuple[str, int, flo
         f"\nchecks: {turns:,} turns, {requests:,} model requests, {events:,} events gap-free in "
         f"{len(shape):,} runs; {len(seen):,} of {expected_pushes:,} pushes to watched runs received, "
         f"{duplicates} twice: {'ok' if not problems else 'FAILED: ' + '; '.join(problems[:5])}"
+    )
+    print(
+        f"a turn's events: {result['event_json_bytes_per_turn']:,.0f} bytes of JSON, "
+        f"{result['event_stored_bytes_per_turn']:,.0f} bytes as PostgreSQL stores them"
     )
     return result
 
