@@ -450,7 +450,8 @@ def process_cpu_s(pid: int) -> float:
 
 
 class Machine:
-    """Reads the counters: our database's in pg_stat_database, the WAL position, Redis INFO, /proc."""
+    """Reads the counters: our database's in pg_stat_database, the WAL position, Redis INFO, /proc. On SQLite (the
+    embedded default, which the test suite also runs on) there is no server to read: Redis and /proc only."""
 
     def __init__(self, driver_pids: list[int], receiver_pid: int) -> None:
         import redis
@@ -460,20 +461,32 @@ class Machine:
         self.connection = connection
         self.redis = redis.Redis.from_url(settings.REDIS_URL)
         self.redis_pid = int(self.redis.info("server")["process_id"])
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [APPLICATION_NAME])
-            self.backends = [row[0] for row in cursor.fetchall()]
-            cursor.execute("SELECT pid FROM pg_stat_activity WHERE backend_type <> 'client backend'")
-            self.background = [row[0] for row in cursor.fetchall()]
-        self.groups = {
-            "drivers (worker side)": driver_pids,
-            "receiver (web side)": [receiver_pid],
-            "PostgreSQL, our backends": self.backends,
-            "PostgreSQL, background (WAL writer, checkpointer...)": self.background,
-            "Redis": [self.redis_pid],
-        }
+        self.postgresql = connection.vendor == "postgresql"
+        self.groups = {"drivers (worker side)": driver_pids, "receiver (web side)": [receiver_pid]}
+        if self.postgresql:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", [APPLICATION_NAME])
+                self.groups["PostgreSQL, our backends"] = [row[0] for row in cursor.fetchall()]
+                cursor.execute("SELECT pid FROM pg_stat_activity WHERE backend_type <> 'client backend'")
+                self.groups["PostgreSQL, background (WAL writer, checkpointer...)"] = [r[0] for r in cursor.fetchall()]
+        self.groups["Redis"] = [self.redis_pid]
 
     def read(self) -> Counters:
+        database: dict[str, int] = {}
+        other_rows: dict[str, int] = {}
+        wal_lsn = ""
+        if self.postgresql:
+            database, other_rows, wal_lsn = self.read_postgresql()
+        info = self.redis.info("stats")
+        redis_counters = {
+            "commands": int(info["total_commands_processed"]),
+            "bytes_in": int(info["total_net_input_bytes"]),
+            "bytes_out": int(info["total_net_output_bytes"]),
+        }
+        cpu = {name: sum(process_cpu_s(pid) for pid in pids) for name, pids in self.groups.items()}
+        return Counters(time.monotonic(), database, other_rows, wal_lsn, redis_counters, cpu)
+
+    def read_postgresql(self) -> tuple[dict[str, int], dict[str, int], str]:
         with self.connection.cursor() as cursor:
             cursor.execute(
                 "SELECT xact_commit, tup_inserted, tup_updated, tup_deleted, blks_read, blks_hit "
@@ -487,15 +500,8 @@ class Machine:
             )
             other_rows = {name: int(rows) for name, rows in cursor.fetchall()}
             cursor.execute("SELECT pg_current_wal_lsn()::text")
-            wal_lsn = cursor.fetchone()[0]
-        info = self.redis.info("stats")
-        redis_counters = {
-            "commands": int(info["total_commands_processed"]),
-            "bytes_in": int(info["total_net_input_bytes"]),
-            "bytes_out": int(info["total_net_output_bytes"]),
-        }
-        cpu = {name: sum(process_cpu_s(pid) for pid in pids) for name, pids in self.groups.items()}
-        return Counters(time.monotonic(), database, other_rows, wal_lsn, redis_counters, cpu)
+            wal_lsn: str = cursor.fetchone()[0]
+        return database, other_rows, wal_lsn
 
     def idle(self, seconds: float) -> Delta:
         """The counters' rates over `seconds` while this script's processes are idle."""
@@ -505,6 +511,8 @@ class Machine:
         return delta(self, before, self.read())
 
     def wal_bytes(self, start: str, end: str) -> int:
+        if not self.postgresql:
+            return 0
         with self.connection.cursor() as cursor:
             cursor.execute("SELECT pg_wal_lsn_diff(%s::pg_lsn, %s::pg_lsn)", [end, start])
             return int(cursor.fetchone()[0])
@@ -809,14 +817,20 @@ def summarize(
             ]
         )
         cpu = usage.cpu
-        per_turn = {
-            "PostgreSQL commits": per_turn_of(usage.database["commits"]),
-            "PostgreSQL rows inserted": per_turn_of(usage.database["inserted"]),
-            "PostgreSQL rows updated": per_turn_of(usage.database["updated"]),
-            "PostgreSQL WAL bytes (whole cluster: an upper bound)": per_turn_of(usage.wal),
-            "PostgreSQL CPU ms, our backends": per_turn_of(cpu["PostgreSQL, our backends"]) * 1000,
-            "PostgreSQL CPU ms, background": per_turn_of(cpu["PostgreSQL, background (WAL writer, checkpointer...)"])
-            * 1000,
+        per_turn: dict[str, float] = {}
+        if usage.database:  # PostgreSQL's counters
+            per_turn |= {
+                "PostgreSQL commits": per_turn_of(usage.database["commits"]),
+                "PostgreSQL rows inserted": per_turn_of(usage.database["inserted"]),
+                "PostgreSQL rows updated": per_turn_of(usage.database["updated"]),
+                "PostgreSQL WAL bytes (whole cluster: an upper bound)": per_turn_of(usage.wal),
+                "PostgreSQL CPU ms, our backends": per_turn_of(cpu["PostgreSQL, our backends"]) * 1000,
+                "PostgreSQL CPU ms, background": per_turn_of(
+                    cpu["PostgreSQL, background (WAL writer, checkpointer...)"]
+                )
+                * 1000,
+            }
+        per_turn |= {
             "Redis commands": per_turn_of(usage.redis["commands"]),
             "Redis bytes in": per_turn_of(usage.redis["bytes_in"]),
             "Redis bytes out": per_turn_of(usage.redis["bytes_out"]),
@@ -824,8 +838,9 @@ def summarize(
             "worker CPU ms (drivers)": per_turn_of(cpu["drivers (worker side)"]) * 1000,
             "web CPU ms (receiver, watched runs only)": per_turn_of(cpu["receiver (web side)"]) * 1000,
             "live-view image bytes (storage)": float(LIVE_VIEW_BYTES),
-            "rows written in other databases meanwhile": per_turn_of(usage.other_rows),
         }
+        if usage.database:
+            per_turn["rows written in other databases meanwhile"] = per_turn_of(usage.other_rows)
         per_turn_rows.append(per_turn)
         summary["phases"][phase.name] = {
             "turns": phase.turns,
@@ -903,9 +918,10 @@ def saturation(summary: dict[str, Any]) -> str:
     per_turn = phase["per_turn"]
     cpu = {
         "the worker's Python (record + push)": per_turn["worker CPU ms (drivers)"],
-        "PostgreSQL": per_turn["PostgreSQL CPU ms, our backends"] + per_turn["PostgreSQL CPU ms, background"],
         "Redis": per_turn["Redis CPU ms"],
     }
+    if "PostgreSQL CPU ms, our backends" in per_turn:
+        cpu["PostgreSQL"] = per_turn["PostgreSQL CPU ms, our backends"] + per_turn["PostgreSQL CPU ms, background"]
     lines = ["Turns per second one CPU core carries, by component (1000 ms / CPU ms per turn):"]
     for name, ms in sorted(cpu.items(), key=lambda item: -item[1]):
         lines.append(f"  {name}: {ms:.2f} ms per turn -> {1000 / ms if ms > 0 else float('inf'):,.0f} turns/s per core")
@@ -944,15 +960,7 @@ def check(runs: list[Run], watched: list[Run], arrived: list[tuple[str, int, flo
     if len(seen) != expected_pushes:
         problems.append(f"{len(seen)} pushes received of {expected_pushes} events of the watched runs")
     # what a turn keeps in the database: its events' payloads as JSON and as stored (compressed when large)
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        table_name = connection.ops.quote_name(Event._meta.db_table)
-        payload_sizes = (
-            "SELECT coalesce(sum(octet_length(payload::text)), 0), coalesce(sum(pg_column_size(payload)), 0)"
-        )
-        cursor.execute(f"{payload_sizes} FROM {table_name} WHERE run_id = ANY(%s)", [pks])
-        json_bytes, stored_bytes = cursor.fetchone()
+    json_bytes, stored_bytes = payload_bytes(pks)
     result = {
         "turns": turns,
         "model_requests": requests,
@@ -971,9 +979,28 @@ def check(runs: list[Run], watched: list[Run], arrived: list[tuple[str, int, flo
     )
     print(
         f"a turn's events: {result['event_json_bytes_per_turn']:,.0f} bytes of JSON, "
-        f"{result['event_stored_bytes_per_turn']:,.0f} bytes as PostgreSQL stores them"
+        f"{result['event_stored_bytes_per_turn']:,.0f} bytes as the database stores them"
     )
     return result
+
+
+def payload_bytes(run_ids: list[int]) -> tuple[int, int]:
+    """The runs' event payloads: bytes of JSON, and as PostgreSQL stores them (large ones compressed; SQLite: as JSON)."""
+    from django.db import connection
+
+    from runs.models import Event
+
+    if connection.vendor != "postgresql":
+        size = sum(
+            len(json.dumps(p)) for p in Event.objects.filter(run_id__in=run_ids).values_list("payload", flat=True)
+        )
+        return size, size
+    table_name = connection.ops.quote_name(Event._meta.db_table)
+    sizes = "SELECT coalesce(sum(octet_length(payload::text)), 0), coalesce(sum(pg_column_size(payload)), 0)"
+    with connection.cursor() as cursor:
+        cursor.execute(f"{sizes} FROM {table_name} WHERE run_id = ANY(%s)", [run_ids])
+        json_bytes, stored_bytes = cursor.fetchone()
+    return int(json_bytes), int(stored_bytes)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from django.db import connection
 from django.db.models import Count, Max, Min
 
 from agent_platform.models import ModelRequest
@@ -96,9 +97,11 @@ def the_report_has_the_costs_of_a_turn(turn_load):
         assert phase["turns"] > 0
         assert phase["pushes_delivered"] == phase["pushes_stamped"] > 0
         per_turn = phase["per_turn"]
-        # one transaction for the turn and one for the heartbeat, at least; five rows (four events, the request)
-        assert per_turn["PostgreSQL commits"] >= 2
-        assert per_turn["PostgreSQL rows inserted"] >= 4
         assert per_turn["Redis commands"] > 0
         assert per_turn["worker CPU ms (drivers)"] > 0
-        assert per_turn["PostgreSQL CPU ms, our backends"] > 0
+        if connection.vendor == "postgresql":  # its counters; SQLite has no server to ask
+            # the turn's transaction and the lane's heartbeat at least; four events and the model request (give or take
+            # what a backend had not reported yet when the window closed)
+            assert per_turn["PostgreSQL commits"] >= 2
+            assert per_turn["PostgreSQL rows inserted"] >= 4
+            assert per_turn["PostgreSQL CPU ms, our backends"] > 0
