@@ -8,8 +8,9 @@ to `runs.usage.record_turn` (the model request, the turn's events and the run's 
 live-view image saved to storage and the heartbeat, then the pushes to the run's Channels group over Redis. Each
 simulated run hands off a turn every `--interval` seconds, shaped like a real turn (an agent.message, an
 agent.tool_use, an agent.tool_result of the sizes measured from the runtime's own benchmark runs, the model
-request's usage, the changed signals, a live-view JPEG). A worker gives each run its own lane thread and database
-connection; here the runs of a driver share `--lanes` lanes (so at most processes x lanes connections: PostgreSQL's
+request's usage, the changed signals, a live-view JPEG), and beats its heartbeat at the loop's heartbeat interval.
+A worker gives each run its own lane thread, heartbeat thread and database connections; here the runs of a driver
+share `--lanes` lanes and one heartbeat lane (so processes x (lanes + 1) connections: PostgreSQL's
 `max_connections` is 100 by default), each run always on the same lane, so its turns are written in order.
 
 The receiver subscribes a channel to the groups of every `--sample-every`-th run (a viewer on its run page) and one
@@ -17,12 +18,13 @@ to each workspace's group (a runs list open), as the web's consumers do, and not
 driver notes when each push is handed to the push loop (the commit: `transaction.on_commit`) with a wrapper installed
 in its own process only.
 
-Two phases: `steady` at the offered cadence, then `saturate`, where every run hands off its next turn as soon as its
-lane takes it, for the most this machine can write. Per phase: turns/s, the hand-off-to-commit and record_turn
+After a warm-up turn per run, two phases: `steady` at the offered cadence, then `saturate`, where every run hands
+off its next turn as soon as its lane takes it, for the most this machine can write. Per phase: turns/s, the hand-off-to-commit and record_turn
 latencies, push delivery latency; per turn: PostgreSQL commits, rows, WAL bytes and CPU of our backends, Redis
 commands, bytes and CPU, the drivers' CPU, from pg_stat_database, pg_current_wal_lsn, Redis INFO and /proc. PostgreSQL
-and Redis are shared with whatever else runs on the machine: their rates during a quiet window just before each
-phase are measured and subtracted. At the end every run's events are checked gap-free and duplicate-free, one model
+and Redis are shared with whatever else runs on the machine: their rates in idle windows before and after the phases
+are measured and subtracted (not the WAL, which other databases write in bursts: it is reported whole, an upper
+bound). On SQLite only Redis's counters and /proc are read. At the end every run's events are checked gap-free and duplicate-free, one model
 request per turn, and every push to a watched run received exactly once.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench REDIS_URL=redis://127.0.0.1:6379/8 \\
