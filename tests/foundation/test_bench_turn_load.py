@@ -25,8 +25,8 @@ def run_turn_load(tmp_path: Path) -> dict:
     report = tmp_path / "turn_load.json"
     media = tmp_path / "media"
     command = [
-        sys.executable, "bench/turn_load.py", "--runs", str(RUNS), "--workspaces", "3", "--interval", "1",
-        "--duration", "3", "--saturate", "2", "--processes", "2", "--lanes", "3", "--sample-every", "3",
+        sys.executable, "bench/turn_load.py", "--runs", str(RUNS), "--workspaces", "3", "--interval", "2",
+        "--duration", "3", "--saturate", "1.5", "--processes", "2", "--lanes", "3", "--sample-every", "3",
         "--quiet-seconds", "0.5", "--keep", "--json", str(report),
     ]  # fmt: skip
     done = subprocess.run(
