@@ -677,7 +677,9 @@ def subtract(window: Delta, quiet: Delta) -> Delta:
 
 
 def coordinate(args: argparse.Namespace) -> dict[str, Any]:
-    os.environ.setdefault("MEDIA_ROOT", tempfile.mkdtemp(prefix="pilothouse-turn-load-media-"))
+    own_media = "MEDIA_ROOT" not in os.environ  # the live-view images go to a folder of this run's, removed after
+    if own_media:
+        os.environ["MEDIA_ROOT"] = tempfile.mkdtemp(prefix="pilothouse-turn-load-media-")
     quiet_django()
     from django.conf import settings
 
@@ -735,7 +737,8 @@ def coordinate(args: argparse.Namespace) -> dict[str, Any]:
 
         Run.objects.filter(pk__in=[run.pk for run in runs]).update(status=Run.Status.SUCCEEDED)
         Workspace.objects.filter(pk__in=workspaces).delete()
-        shutil.rmtree(Path(settings.MEDIA_ROOT) / "screenshots", ignore_errors=True)
+        folder = Path(settings.MEDIA_ROOT)
+        shutil.rmtree(folder if own_media else folder / "screenshots", ignore_errors=True)
     return report
 
 
