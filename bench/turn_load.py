@@ -72,6 +72,15 @@ STATS_FLUSH_SECONDS = 1.5
 TOOL_RESULT_CHARS = (18_000, 2_000, 2_500)  # cycled: a read of the page, then two actions
 MESSAGE_CHARS = 300
 LIVE_VIEW_BYTES = 85_000
+# A signed-in site's storage state, sealed into each turn's checkpoint: a dozen cookies and a few stored values.
+BROWSER_STATE = {
+    "cookies": [
+        {"name": f"cookie_{index}", "value": "v" * 120, "domain": "shop.example", "path": "/", "expires": -1,
+         "httpOnly": True, "secure": True, "sameSite": "Lax"}
+        for index in range(12)
+    ],
+    "origins": [{"origin": "https://shop.example", "localStorage": [{"name": "cart", "value": "x" * 1500}]}],
+}  # fmt: skip
 USAGE = {
     "input_tokens": 1_800,
     "output_tokens": 320,
@@ -160,7 +169,13 @@ class Driver:
         for pk in run_ids:
             run = Run.objects.get(pk=pk)
             simulated = SimulatedRun(run, watched=pk in watched)
-            record = TurnRecord(run, signals=simulated.signals, live_view_image=self.live_view_image(run))
+            record = TurnRecord(
+                run,
+                handovers=run.handovers,
+                signals=simulated.signals,
+                live_view_image=self.live_view_image(run),
+                browser_state=lambda: BROWSER_STATE,
+            )
             # A worker gives each run a lane of its own; here runs share lanes, so connections stay within PostgreSQL's.
             record.lane.close()
             record.lane = self.lanes[len(self.runs) % lanes]
@@ -271,10 +286,27 @@ class Driver:
         record.event("agent.tool_result", result)
         record.live_view_for = result
         handed = time.perf_counter()
-        record.hand_off()
+        record.hand_off(self.checkpoint(turn, use_id, str(result["content"])))
         record.also(lambda: self.committed(handed))
         with self.lock:
             self.tally.handed_off += 1
+
+    def checkpoint(self, turn: int, use_id: str, text: str) -> Any:
+        """The checkpoint the loop takes with each turn (runtime.checkpoint): the turn's assistant message and the
+        results after it, as JSON text, and the loop's state; the lane seals the browser state with it."""
+        import json
+
+        from runtime.checkpoint import Taken
+
+        messages = [
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": self.message, "signature": "s" * 200},
+                {"type": "tool_use", "id": use_id, "name": "read_page", "input": {"filter": "all"}},
+            ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use_id, "content": text}]},
+        ]  # fmt: skip
+        state = {"replies": turn, "pauses": 0, "max_tokens": 16000, "phase": "WORKING", "verdict": {"turns": turn}}
+        return Taken(turn=turn, first_message=2 * turn - 1, messages=json.dumps(messages), loop_state=state, url="")
 
     def committed(self, handed: float) -> None:
         elapsed = (time.perf_counter() - handed) * 1000
@@ -307,7 +339,7 @@ class Driver:
         from runs import lifecycle
         from runtime.loop import Heartbeat
 
-        interval = Heartbeat(self.runs[0].run).interval
+        interval = Heartbeat(self.runs[0].run, 0).interval
         due = [(started + interval * index / len(self.runs), index) for index in range(len(self.runs))]
         while True:
             when, index = heapq.heappop(due)

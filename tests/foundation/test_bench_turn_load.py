@@ -100,8 +100,8 @@ def the_report_has_the_costs_of_a_turn(turn_load):
         assert per_turn["Redis commands"] > 0
         assert per_turn["worker CPU ms (drivers)"] > 0
         if connection.vendor == "postgresql":  # its counters; SQLite has no server to ask
-            # the turn's transaction and the lane's heartbeat at least; four events and the model request (give or take
-            # what a backend had not reported yet when the window closed)
-            assert per_turn["PostgreSQL commits"] >= 2
-            assert per_turn["PostgreSQL rows inserted"] >= 4
+            # the turn's transaction (the lane's heartbeat and the checkpoint are in it) at least; four events, the
+            # model request and the checkpoint (give or take what a backend had not reported when the window closed)
+            assert per_turn["PostgreSQL commits"] > 0.5
+            assert per_turn["PostgreSQL rows inserted"] >= 5
             assert per_turn["PostgreSQL CPU ms, our backends"] > 0
