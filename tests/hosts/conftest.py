@@ -5,4 +5,6 @@ the SQLite run neither skips nor repeats them."""
 
 import os
 
-collect_ignore_glob = [] if os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")) else ["*.py"]
+collect_ignore_glob = (
+    [] if os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")) else ["*.py"]
+)

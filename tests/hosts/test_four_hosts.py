@@ -76,7 +76,7 @@ def test_a_run_launched_on_the_web_host_runs_on_a_worker_host_and_is_served_by_t
     events = web.events(run_id)
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
     assert over_socket == events
-    assert [event["type"] for event in events][0] == "run.started" and events[-1]["type"] == "run.finished"
+    assert events[0]["type"] == "run.started" and events[-1]["type"] == "run.finished"
 
     # The pictures (the live view's image of the action turn, the final view) and the trace are in the bucket, and
     # the web host serves them from there, byte for byte.
@@ -125,6 +125,12 @@ def test_killing_the_worker_host_of_a_run_continues_it_on_the_other_host_and_lat
     )
     run_id = web.launch(task="Open the shop, then the second page.", start_url=f"{pages_site}/index.html")
     assert in_flight.wait(hosts.RUN_TIMEOUT_SECONDS), "the run's second model request never came"
+    # The first turn's record is written while the model answers the second request: kill once it is committed.
+    hosts.wait_until(
+        lambda: any(event["type"] == "agent.tool_result" for event in web.events(run_id)),
+        hosts.START_TIMEOUT_SECONDS,
+        "the first turn's record",
+    )
     running_on = services.run_worker(run_id)
     by_name = {worker_host.name: worker_host for worker_host in worker_hosts}
     assert running_on in by_name, running_on

@@ -148,18 +148,19 @@ class Network:
         self.free_addresses = addresses
         self.bridge = f"phb{self.tag}"
         self.hosts: list[Host] = []
+        self.host_numbers = count(1)
         ip("link", "add", self.bridge, "type", "bridge", "forward_delay", "0")
         ip("addr", "add", f"{self.gateway}/{self.subnet.prefixlen}", "dev", self.bridge)
         ip("link", "set", self.bridge, "up")
 
     def add_host(self, role: str) -> Host:
-        """A new namespace on the bridge with the next address; its own directory for logs and data."""
-        index = len(self.hosts) + 1
-        namespace = f"pilothouse-{self.tag}-{role}"
-        veth = f"phv{self.tag}h{index}"
+        """A new namespace on the bridge with the next free address, and a new directory for its logs and data."""
+        number = next(self.host_numbers)  # never reused: a host removed leaves its name and folder to no other
+        namespace = f"pilothouse-{self.tag}-{role}-{number}"
+        veth = f"phv{self.tag}h{number}"
         address = str(next(self.free_addresses))
-        directory = self.directory / role
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = self.directory / f"{role}-{number}"
+        directory.mkdir(parents=True)
         directory.chmod(0o755)  # a host's service may run as another user (PostgreSQL as postgres)
         host = Host(role, namespace, address, directory)
         ip("netns", "add", namespace)

@@ -70,6 +70,12 @@ class WorkerProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "WorkerProcess":
+        self.spawn()
+        self.wait_ready()
+        return self
+
+    def spawn(self) -> "WorkerProcess":
+        """Start the process without waiting for it to be ready (`wait_ready`): several workers start at once."""
         self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
         self.process = subprocess.Popen(
             [*self.launcher, sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queues,
@@ -77,7 +83,6 @@ class WorkerProcess:
              "--loglevel", "INFO", "-n", self.name],
             cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        self.wait_ready()
         return self
 
     def wait_ready(self, timeout: float = 60) -> None:
