@@ -124,21 +124,23 @@ def test_killing_the_worker_host_of_a_run_continues_it_on_the_other_host_and_lat
         done(True, "Seen both pages."),
     )
     run_id = web.launch(task="Open the shop, then the second page.", start_url=f"{pages_site}/index.html")
-    assert in_flight.wait(hosts.RUN_TIMEOUT_SECONDS), "the run's second model request never came"
-    # The first turn's record is written while the model answers the second request: kill once it is committed.
-    hosts.wait_until(
-        lambda: any(event["type"] == "agent.tool_result" for event in web.events(run_id)),
-        hosts.START_TIMEOUT_SECONDS,
-        "the first turn's record",
-    )
-    running_on = services.run_worker(run_id)
     by_name = {worker_host.name: worker_host for worker_host in worker_hosts}
-    assert running_on in by_name, running_on
-    lost = by_name.pop(running_on)
+    try:
+        assert in_flight.wait(hosts.RUN_TIMEOUT_SECONDS), "the run's second model request never came"
+        # The first turn's record (and its checkpoint) is written while the model answers the second request: the
+        # host dies once it is committed.
+        hosts.wait_until(
+            lambda: any(event["type"] == "agent.tool_result" for event in web.events(run_id)),
+            hosts.START_TIMEOUT_SECONDS,
+            "the first turn's record",
+        )
+        running_on = services.run_worker(run_id)
+        assert running_on in by_name, running_on
+        lost = by_name.pop(running_on)
+        lost.host.kill_everything()
+    finally:
+        release.set()
     (survivor,) = by_name.values()
-
-    lost.host.kill_everything()
-    release.set()
 
     run = web.finished(run_id, timeout=RECOVERY_TIMEOUT_SECONDS)
     events = web.events(run_id)
@@ -150,8 +152,8 @@ def test_killing_the_worker_host_of_a_run_continues_it_on_the_other_host_and_lat
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
     assert "run.worker_lost" in types and "run.recovered" in types, types
     recovered = next(event for event in events if event["type"] == "run.recovered")
-    assert recovered["data"]["worker"] == survivor.name
-    assert recovered["data"]["from_turn"] == 1  # the first turn was committed; the second is redone
+    # from the first turn, the one committed; the second, in flight when the host died, is redone
+    assert recovered["data"] == {"worker": survivor.name, "from_turn": 1, "cause": "worker_lost"}
     assert types.index("run.worker_lost") < types.index("run.recovered") < len(types) - 1
     assert types.count("run.started") == 1 and types.count("run.finished") == 1
 

@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -456,6 +457,8 @@ def worker_hosts(network: Network, services: Services, web: Web) -> Iterator[lis
             worker_host.worker.wait_ready()
         yield started
     finally:
+        for worker_host in started:  # every host told to stop at once, then each waited for
+            worker_host.host.signal_everything(signal.SIGTERM)
         for worker_host in started:
             worker_host.worker.stop()
         for worker_host in started:
