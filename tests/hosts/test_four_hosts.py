@@ -1,14 +1,16 @@
 """Four hosts in one test (issue 27): a services host (PostgreSQL and Redis bound to its own address, the S3 server),
 a web host (Daphne and the beat) and two worker hosts (Celery workers), each a network namespace of its own on one
 bridge, sharing nothing but the network (tests/support/hosts.py, tests/support/netns.py). A run launched through the
-web host's API runs on a worker host, and the web host serves its events (the API and the live socket), its pictures
-and its trace from the bucket, never from a worker's disk.
+web host's API runs on a worker host, and the web host serves its events (the API and the live socket), its live view,
+its pictures and its trace from the bucket, never from a worker's disk; killing the worker host running a run moves
+the run to the other worker host.
 
 Needs root (namespaces and a bridge): `make test` runs as root, here and in CI. Runs in the PostgreSQL run of
 `make test` only (tests/hosts/conftest.py): the hosts' cluster is their own either way.
 """
 
 import asyncio
+import base64
 import io
 import threading
 import zipfile
@@ -50,6 +52,29 @@ async def follow_over_socket(web: hosts.Web, session_cookie: str, run_id: str) -
     return received
 
 
+async def watch_live_view(web: hosts.Web, session_cookie: str, run_id: str, seen: threading.Event) -> dict[str, Any]:
+    """The run page's live view on the web host: its first frame of the worker host's browser (the worker streams
+    while someone watches, through the services host's Redis); `seen` is set when it arrives."""
+    socket = await WebSocket.connect(hosts.WEB_PORT, f"/ws/runs/{run_id}/live/", session_cookie, web.host.address)
+    try:
+        assert (await asyncio.wait_for(socket.receive(), SOCKET_TIMEOUT_SECONDS))["type"] == "watching"
+        while True:
+            message = await asyncio.wait_for(socket.receive(), SOCKET_TIMEOUT_SECONDS)
+            if message["type"] == "frame":
+                seen.set()
+                return message
+    finally:
+        await socket.close()
+
+
+async def follow_and_watch(
+    web: hosts.Web, session_cookie: str, run_id: str, seen: threading.Event
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    return await asyncio.gather(
+        follow_over_socket(web, session_cookie, run_id), watch_live_view(web, session_cookie, run_id, seen)
+    )
+
+
 def screenshot_urls(events: list[dict[str, Any]]) -> list[str]:
     return [
         event["data"]["screenshot_url"]
@@ -61,12 +86,22 @@ def screenshot_urls(events: list[dict[str, Any]]) -> list[str]:
 def test_a_run_launched_on_the_web_host_runs_on_a_worker_host_and_is_served_by_the_web_host(
     hosts_stub, pages_site, services, web, worker_hosts
 ):
-    hosts_stub.agent(browser("navigate", url=f"{pages_site}/runtime_shop.html"), done(True, "Seen the shop."))
+    frame_seen = threading.Event()
+
+    def once_watched(request: dict) -> dict:
+        # The run ends only once the live view showed a frame (or the wait is over, and the test fails below).
+        frame_seen.wait(SOCKET_TIMEOUT_SECONDS)
+        return done(True, "Seen the shop.")
+
+    hosts_stub.agent(browser("navigate", url=f"{pages_site}/runtime_shop.html"), once_watched)
     session = web.signed_in()
     run_id = web.launch(task="Open the shop.", start_url=f"{pages_site}/index.html")
 
-    # Live: the worker host's events reach the web host's socket through the services host's Redis.
-    over_socket = asyncio.run(follow_over_socket(web, session.cookies["sessionid"], run_id))
+    # Live, through the services host's Redis: the worker host's events reach the web host's run socket, and its
+    # browser's picture the web host's live-view socket.
+    over_socket, frame = asyncio.run(follow_and_watch(web, session.cookies["sessionid"], run_id, frame_seen))
+    assert frame["url"].startswith(pages_site), frame["url"]
+    assert base64.b64decode(frame["jpeg"]).startswith(b"\xff\xd8")  # a JPEG
     run = web.finished(run_id)
     assert run["status"] == "succeeded", run["error"]
     assert run["output"] == "Seen the shop."
