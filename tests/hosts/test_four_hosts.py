@@ -36,6 +36,7 @@ SOCKET_TIMEOUT_SECONDS = 60
 # A lost worker is noticed within its stale threshold plus the beat's reaping period (30 s); its run then starts on
 # the other host and finishes its two remaining turns.
 RECOVERY_TIMEOUT_SECONDS = 100
+ORDER = b"name,qty\nwidget,2\n"
 
 
 async def follow_over_socket(web: hosts.Web, session_cookie: str, run_id: str) -> list[dict[str, Any]]:
@@ -95,7 +96,13 @@ def test_a_run_launched_on_the_web_host_runs_on_a_worker_host_and_is_served_by_t
 
     hosts_stub.agent(browser("navigate", url=f"{pages_site}/runtime_shop.html"), once_watched)
     session = web.signed_in()
-    run_id = web.launch(task="Open the shop.", start_url=f"{pages_site}/index.html")
+    # A file uploaded to the web host is kept in the bucket; the worker host the run lands on reads it from there.
+    with web.api() as api:
+        uploaded = api.post("/files", files={"file": ("order.csv", ORDER, "text/csv")})
+    assert uploaded.status_code == 201, uploaded.text
+    file_id = uploaded.json()["id"]
+    assert [key.rsplit("/", 1)[-1] for key in services.s3.keys("files/")] == [file_id]
+    run_id = web.launch(task="Open the shop.", start_url=f"{pages_site}/index.html", file_ids=[file_id])
 
     # Live, through the services host's Redis: the worker host's events reach the web host's run socket, and its
     # browser's picture the web host's live-view socket.
@@ -107,6 +114,10 @@ def test_a_run_launched_on_the_web_host_runs_on_a_worker_host_and_is_served_by_t
     assert run["output"] == "Seen the shop."
     worker_names = {worker_host.name for worker_host in worker_hosts}
     assert services.run_worker(run_id) in worker_names
+
+    assert "order.csv (18 bytes" in str(hosts_stub.requests[0]["messages"][0]["content"])
+    with web.api() as api:
+        assert api.get(f"/files/{file_id}/content").content == ORDER
 
     events = web.events(run_id)
     assert [event["seq"] for event in events] == list(range(1, len(events) + 1))
