@@ -41,7 +41,8 @@ POSTGRES_PORT = 5432
 REDIS_PORT = 6379
 S3_PORT = 9000
 WEB_PORT = 8000
-START_TIMEOUT_SECONDS = 60
+# Upper bounds, not expected times: on a loaded CI machine measuring coverage a start-up takes several times longer.
+START_TIMEOUT_SECONDS = 120
 RUN_TIMEOUT_SECONDS = 90
 OPERATOR = "operator"
 # What a host's environment keeps of the test process's: the basics, and coverage's own variables so the hosts'
@@ -454,7 +455,7 @@ def worker_hosts(network: Network, services: Services, web: Web) -> Iterator[lis
         for role in ("worker-a", "worker-b"):
             started.append(start_worker_host(network, web, role))
         for worker_host in started:
-            worker_host.worker.wait_ready()
+            worker_host.worker.wait_ready(START_TIMEOUT_SECONDS)
         yield started
     finally:
         for worker_host in started:  # every host told to stop at once, then each waited for

@@ -84,7 +84,7 @@ class Host:
         self.processes.append(process)
         return process
 
-    def run(self, args: Sequence[str], *, env: dict[str, str], timeout: float = 120) -> str:
+    def run(self, args: Sequence[str], *, env: dict[str, str], timeout: float = 240) -> str:
         """A command on this host to its end; its stdout, or the test fails with its output."""
         done = subprocess.run(
             [*self.launcher(), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
