@@ -28,6 +28,7 @@ hosts_stub = hosts.hosts_stub
 pages_site = hosts.pages_site
 services = hosts.services
 web = hosts.web
+worker_pool = hosts.worker_pool
 worker_hosts = hosts.worker_hosts
 
 pytestmark = [pytest.mark.slow, pytest.mark.worker, pytest.mark.browser]

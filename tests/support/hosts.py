@@ -6,8 +6,9 @@ variables docs/scaling.md lists. The Messages stub and the test pages are served
 address, the one address of the root namespace the hosts reach.
 
 Fixtures: `network` (module), `messages_stub_host` and `pages_site` (module, on the bridge), `services` and `web`
-(module), `hosts_stub` (the stub emptied per test, its refusals checked), `worker_hosts` (two fresh worker hosts per
-test, removed after it). A test module binds them by assignment.
+(module), `hosts_stub` (the stub emptied per test, its refusals checked), `worker_pool` (module) and `worker_hosts`
+(two live worker hosts for a test: a host an earlier test killed is replaced). A test module binds them by
+assignment.
 """
 
 import base64
@@ -446,21 +447,40 @@ def start_worker_host(network: Network, web: Web, role: str) -> WorkerHost:
     return WorkerHost(host, worker)
 
 
-@pytest.fixture
-def worker_hosts(network: Network, services: Services, web: Web) -> Iterator[list[WorkerHost]]:
-    """Two worker hosts of this test's own, each consuming every queue as `make run`'s worker does; stopped and
-    their namespaces deleted after the test (a host the test killed included)."""
-    started: list[WorkerHost] = []
+WORKER_ROLES = ("worker-a", "worker-b")
+
+
+def stop_worker_hosts(network: Network, stopping: list[WorkerHost]) -> None:
+    for worker_host in stopping:  # every host told to stop at once, then each waited for
+        worker_host.host.signal_everything(signal.SIGTERM)
+    for worker_host in stopping:
+        worker_host.worker.stop()
+    for worker_host in stopping:
+        network.remove_host(worker_host.host)
+
+
+@pytest.fixture(scope="module")
+def worker_pool(network: Network, services: Services, web: Web) -> Iterator[list[WorkerHost]]:
+    """The module's worker hosts (`worker_hosts` fills it), stopped and their namespaces deleted at its end."""
+    pool: list[WorkerHost] = []
     try:
-        for role in ("worker-a", "worker-b"):
-            started.append(start_worker_host(network, web, role))
-        for worker_host in started:
-            worker_host.worker.wait_ready(START_TIMEOUT_SECONDS)
-        yield started
+        yield pool
     finally:
-        for worker_host in started:  # every host told to stop at once, then each waited for
-            worker_host.host.signal_everything(signal.SIGTERM)
-        for worker_host in started:
-            worker_host.worker.stop()
-        for worker_host in started:
-            network.remove_host(worker_host.host)
+        stop_worker_hosts(network, pool)
+
+
+@pytest.fixture
+def worker_hosts(network: Network, web: Web, worker_pool: list[WorkerHost]) -> list[WorkerHost]:
+    """Two live worker hosts, each consuming every queue as `make run`'s worker does: the module's, where a host an
+    earlier test killed is replaced by a new one (a new namespace, folder and worker name), so a test that kills a
+    host leaves the next test two hosts again and the hosts start once a module, not once a test."""
+    dead = [worker_host for worker_host in worker_pool if worker_host.worker.process.poll() is not None]
+    for worker_host in dead:
+        worker_pool.remove(worker_host)
+    stop_worker_hosts(network, dead)
+    taken = {worker_host.host.role for worker_host in worker_pool}
+    started = [start_worker_host(network, web, role) for role in WORKER_ROLES if role not in taken]
+    worker_pool.extend(started)
+    for worker_host in started:
+        worker_host.worker.wait_ready(START_TIMEOUT_SECONDS)
+    return sorted(worker_pool, key=lambda worker_host: worker_host.host.role)
