@@ -6,11 +6,13 @@ route: nothing in them reaches beyond the test's own addresses.
 
 Names carry the test process's id (interface names are at most 15 characters), so two sessions on one machine never
 meet. `Network.close` stops every process in every namespace and deletes the namespaces, the veths and the bridge;
-the fixtures call it from their finalizers, whatever the test did.
+the fixtures call it from their finalizers, whatever the test did. What a session killed before its finalizers left
+behind (its pid is in every name) is swept by the next `Network`.
 """
 
 import ipaddress
 import os
+import re
 import signal
 import subprocess
 import time
@@ -135,11 +137,32 @@ class Host:
         return False
 
 
+def pid_alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def sweep_leftovers() -> None:
+    """Remove what a test session killed before its finalizers ran (CI's timeout, a SIGKILL) left: the namespaces and
+    bridges named after a process that no longer exists, with whatever still runs in those namespaces."""
+    for line in ip("netns", "list").splitlines():
+        name = line.split()[0] if line.split() else ""
+        match = re.match(r"pilothouse-(\d+)x\d+-", name)
+        if match and not pid_alive(int(match.group(1))):
+            leftover = Host("leftover", name, "", Path("/"))
+            leftover.kill_everything()
+            ip("netns", "delete", name)
+    for line in ip("-o", "link", "show", "type", "bridge").splitlines():
+        match = re.match(r"\d+: (phb(\d+)x\d+)[:@]", line)
+        if match and not pid_alive(int(match.group(2))):
+            ip("link", "delete", match.group(1))
+
+
 class Network:
     """The test's network: a bridge in the root namespace holding the subnet's first address, and its hosts."""
 
     def __init__(self, directory: Path) -> None:
         require_root()
+        sweep_leftovers()
         self.directory = directory
         self.tag = f"{os.getpid()}x{next(_networks)}"
         self.subnet = free_subnet()
@@ -150,8 +173,12 @@ class Network:
         self.hosts: list[Host] = []
         self.host_numbers = count(1)
         ip("link", "add", self.bridge, "type", "bridge", "forward_delay", "0")
-        ip("addr", "add", f"{self.gateway}/{self.subnet.prefixlen}", "dev", self.bridge)
-        ip("link", "set", self.bridge, "up")
+        try:
+            ip("addr", "add", f"{self.gateway}/{self.subnet.prefixlen}", "dev", self.bridge)
+            ip("link", "set", self.bridge, "up")
+        except RuntimeError:
+            ip("link", "delete", self.bridge)
+            raise
 
     def add_host(self, role: str) -> Host:
         """A new namespace on the bridge with the next free address, and a new directory for its logs and data."""
