@@ -102,7 +102,7 @@ def test_a_run_launched_on_the_web_host_runs_on_a_worker_host_and_is_served_by_t
         uploaded = api.post("/files", files={"file": ("order.csv", ORDER, "text/csv")})
     assert uploaded.status_code == 201, uploaded.text
     file_id = uploaded.json()["id"]
-    assert [key.rsplit("/", 1)[-1] for key in services.s3.keys("files/")] == [file_id]
+    assert file_id in [key.rsplit("/", 1)[-1] for key in services.s3.keys("files/")]
     run_id = web.launch(task="Open the shop.", start_url=f"{pages_site}/index.html", file_ids=[file_id])
 
     # Live, through the services host's Redis: the worker host's events reach the web host's run socket, and its
@@ -204,18 +204,22 @@ def test_killing_the_worker_host_of_a_run_continues_it_on_the_other_host_and_lat
     assert types.index("run.worker_lost") < types.index("run.recovered") < len(types) - 1
     assert types.count("run.started") == 1 and types.count("run.finished") == 1
 
-    # The continuation is the same conversation: the assistant turn the lost host committed is sent again
-    # byte-identical (the strict stub would refuse anything else, and the fixture fails on a refusal).
+    # The continuation is the same conversation, sent again as the lost host sent it (the strict stub refuses
+    # anything else, and the fixture fails on a refusal), with the agent told of the restart after the first turn.
     agent_requests = hosts_stub.requests_for("agent")
-    held_request, continued = agent_requests[1], agent_requests[2]
-    assert [m for m in continued["messages"] if m["role"] == "assistant"][:1] == [
-        m for m in held_request["messages"] if m["role"] == "assistant"
-    ]
+    assert len(agent_requests) == 4, "each turn's request, and the lost one sent once more"
+    held_request, continued = agent_requests[1]["messages"], agent_requests[2]["messages"]
+    assert continued[:-1] == held_request[:-1]
+    assert "the worker running this task was lost" in continued[-1]["content"][-1]["text"]
 
-    # The screenshots of both hosts' turns are in the bucket, served by the web host.
+    # The pictures of both hosts' turns (the lost host's first, the survivor's redone second, the final view) are in
+    # the bucket and served by the web host: the lost host's disk went with it, the bucket did not.
+    urls = screenshot_urls(events)
+    names = [url.rstrip("/").rsplit("/", 1)[-1] for url in urls]
+    assert len(names) == 3, urls
+    assert services.s3.keys(f"screenshots/{run_id}/") == sorted(f"screenshots/{run_id}/{name}" for name in names)
     session = web.signed_in()
-    for url in screenshot_urls(events):
-        name = url.rstrip("/").rsplit("/", 1)[-1]
+    for url, name in zip(urls, names, strict=True):
         picture = session.get(url)
         assert picture.status_code == 200 and picture.content == services.s3.read(f"screenshots/{run_id}/{name}")
 
