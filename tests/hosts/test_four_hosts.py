@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support import hosts
+from tests.support.launching import wait_for
 from tests.support.replies import browser, done
 from tests.support.websocket import WebSocket
 
@@ -176,10 +177,11 @@ def test_killing_the_worker_host_of_a_run_continues_it_on_the_other_host_and_lat
         assert in_flight.wait(hosts.RUN_TIMEOUT_SECONDS), "the run's second model request never came"
         # The first turn's record (and its checkpoint) is written while the model answers the second request: the
         # host dies once it is committed.
-        hosts.wait_until(
+        wait_for(
             lambda: any(event["type"] == "agent.tool_result" for event in web.events(run_id)),
-            hosts.START_TIMEOUT_SECONDS,
-            "the first turn's record",
+            timeout=hosts.START_TIMEOUT_SECONDS,
+            interval=0.5,
+            message="the first turn's record",
         )
         running_on = services.run_worker(run_id)
         assert running_on in by_name, running_on

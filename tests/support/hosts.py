@@ -20,7 +20,6 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from glob import glob
@@ -33,6 +32,7 @@ import pytest
 
 from scripted_api.stub import MessagesStub
 from tests.support import s3_server as s3
+from tests.support.launching import wait_for
 from tests.support.netns import Host, Network
 from tests.support.sites import RecordingSite
 from tests.support.workers import WorkerProcess
@@ -72,14 +72,13 @@ def files_under(folder: Path) -> list[Path]:
     return [path for path in folder.rglob("*") if path.is_file()] if folder.exists() else []
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+def wait_serving(predicate: Callable[[], bool], host: Host, log_name: str, what: str) -> None:
+    """Wait (bounded) for a server on `host` to answer; a timeout fails the test with the end of the server's log,
+    read then (the host's folder goes at teardown)."""
+    try:
+        wait_for(predicate, timeout=START_TIMEOUT_SECONDS, interval=0.2, message=f"{what} on {host.role}")
+    except pytest.fail.Exception as timed_out:
+        pytest.fail(f"{timed_out}\n{log_name}:\n{host.log(log_name)[-4000:]}")
 
 
 # --- the network, and what the test process serves on it ------------------------------------------------------------
@@ -209,7 +208,7 @@ def start_postgres(host: Host) -> None:
         except psycopg.OperationalError:
             return False
 
-    wait_until(accepting, START_TIMEOUT_SECONDS, f"PostgreSQL on {host.address}:\n{host.log('postgres.log')}")
+    wait_serving(accepting, host, "postgres.log", "PostgreSQL")
     with psycopg.connect(server, autocommit=True) as connection:
         connection.execute(f"CREATE DATABASE {DATABASE}")
 
@@ -235,7 +234,7 @@ def start_redis(host: Host) -> None:
         except redis.ConnectionError:
             return False
 
-    wait_until(answering, START_TIMEOUT_SECONDS, f"Redis on {host.address}:\n{host.log('redis.log')}")
+    wait_serving(answering, host, "redis.log", "Redis")
 
 
 def start_s3(host: Host) -> s3.S3Server:
@@ -252,7 +251,7 @@ def start_s3(host: Host) -> s3.S3Server:
         except httpx.HTTPError:
             return False
 
-    wait_until(answering, START_TIMEOUT_SECONDS, f"the S3 server on {host.address}:\n{host.log('s3.log')}")
+    wait_serving(answering, host, "s3.log", "the S3 server")
     server.client().create_bucket(Bucket=server.bucket, CreateBucketConfiguration={"LocationConstraint": s3.REGION})
     return server
 
@@ -342,7 +341,7 @@ class Web:
             run = self.run(run_id)
             return run if run["status"] in ("succeeded", "failed", "cancelled") else None
 
-        return dict(wait_until(ended, timeout, f"run {run_id} to finish", interval=0.5))
+        return dict(wait_for(ended, timeout=timeout, interval=0.5, message=f"run {run_id} to finish"))
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         """Every event of the run through GET /runs/{id}/events, page after page."""
@@ -402,7 +401,7 @@ def web(network: Network, services: Services, messages_stub_host: MessagesStub) 
         except httpx.HTTPError:
             return False
 
-    wait_until(serving, START_TIMEOUT_SECONDS, f"the web host:\n{host.log('web.log')}")
+    wait_serving(serving, host, "web.log", "Daphne")
     return built
 
 
