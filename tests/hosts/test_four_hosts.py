@@ -145,10 +145,15 @@ def test_a_run_launched_on_the_web_host_runs_on_a_worker_host_and_is_served_by_t
     assert trace.content == services.s3.read(f"traces/{run_id}/trace.zip")
     assert any(name.endswith(".trace") for name in zipfile.ZipFile(io.BytesIO(trace.content)).namelist())
 
-    # Nothing was kept on any host's own disk.
+    # Nothing was kept on any host's own disk, and no log holds the services' credentials.
     for worker_host in worker_hosts:
         assert hosts.files_under(worker_host.media_root) == []
     assert hosts.files_under(web.host.directory / "media") == []
+    logs = [web.host.log("web.log"), web.host.log("beat.log")]
+    logs += [worker_host.worker.log_path.read_text(errors="replace") for worker_host in worker_hosts]
+    for log in logs:
+        assert services.redis_password not in log
+        assert hosts.s3.SECRET_ACCESS_KEY not in log
 
 
 def test_killing_the_worker_host_of_a_run_continues_it_on_the_other_host_and_later_runs_go_there(

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+import redis
 
 from scripted_api.stub import MessagesStub
 from tests.support import s3_server as s3
@@ -148,6 +149,7 @@ def pages_site(network: Network) -> Iterator[str]:
 class Services:
     host: Host
     s3: s3.S3Server
+    redis_password: str
 
     @property
     def database_url(self) -> str:
@@ -155,7 +157,7 @@ class Services:
 
     @property
     def redis_url(self) -> str:
-        return f"redis://{self.host.address}:{REDIS_PORT}/0"
+        return f"redis://:{self.redis_password}@{self.host.address}:{REDIS_PORT}/0"
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         """Rows read straight from the services host's PostgreSQL (what no API says: a run's worker)."""
@@ -213,20 +215,18 @@ def start_postgres(host: Host) -> None:
         connection.execute(f"CREATE DATABASE {DATABASE}")
 
 
-def start_redis(host: Host) -> None:
-    """Bound to the host's address only, so open to the other hosts (protected mode would refuse all but loopback);
-    a broker and channel layer, nothing kept on disk (as `make run`'s)."""
+def start_redis(host: Host, password: str) -> None:
+    """Bound to the host's address only, with a password (Redis refuses other hosts without one: protected mode), as
+    docs/scaling.md says to run it; a broker and channel layer, nothing kept on disk (as `make run`'s)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise RuntimeError("no redis-server on PATH")
     host.start(
-        [binary, "--bind", host.address, "--port", str(REDIS_PORT), "--protected-mode", "no", "--save", "", "--appendonly", "no",
-         "--dir", str(host.directory)],
+        [binary, "--bind", host.address, "--port", str(REDIS_PORT), "--requirepass", password, "--save", "",
+         "--appendonly", "no", "--dir", str(host.directory)],
         env=base_environment(host), log_name="redis.log",
     )  # fmt: skip
-    import redis
-
-    client = redis.Redis(host=host.address, port=REDIS_PORT, socket_connect_timeout=2)
+    client = redis.Redis(host=host.address, port=REDIS_PORT, password=password, socket_connect_timeout=2)
 
     def answering() -> bool:
         try:
@@ -260,8 +260,9 @@ def start_s3(host: Host) -> s3.S3Server:
 def services(network: Network) -> Services:
     host = network.add_host("services")
     start_postgres(host)
-    start_redis(host)
-    return Services(host, start_s3(host))
+    redis_password = secrets.token_urlsafe(24)
+    start_redis(host, redis_password)
+    return Services(host, start_s3(host), redis_password)
 
 
 # --- what every Pilothouse host is told ------------------------------------------------------------------------------
