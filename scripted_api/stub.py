@@ -57,14 +57,15 @@ class MessagesStub:
     _shared: MessagesStub | None = None
     _shared_lock = threading.Lock()
 
-    def __init__(self, route: Callable[[dict[str, Any]], str] = default_route) -> None:
+    def __init__(self, route: Callable[[dict[str, Any]], str] = default_route, *, host: str = "127.0.0.1") -> None:
+        """`host`: the address to listen on (a test whose workers are on other hosts gives one they reach)."""
         self.route = route
         self._lock = threading.Lock()
         self._queues: dict[str, deque[ScriptedReply]] = {}
         self._fallbacks: dict[str, ScriptedReply] = {}
         self._requests: list[tuple[str, dict[str, Any]]] = []
         self._expected_refusals: list[str] = []
-        self.server = WireServer(self._respond)
+        self.server = WireServer(self._respond, host=host)
 
     @classmethod
     def shared(cls) -> MessagesStub:

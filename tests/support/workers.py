@@ -48,24 +48,41 @@ class WorkerProcess:
     """A `celery worker` subprocess; by default it consumes every queue, as `make run` starts it. Tests that need a
     worker with another environment give it a queue of its own, so no other worker takes their runs."""
 
-    def __init__(self, env: dict, log_path: Path, concurrency: int = 4, queues: str = "runs,judge,default"):
+    def __init__(
+        self,
+        env: dict,
+        log_path: Path,
+        concurrency: int = 4,
+        queues: str = "runs,judge,default",
+        *,
+        name: str | None = None,
+        launcher: tuple[str, ...] = (),
+    ):
+        """`name`: the worker's Celery node name (a run's `worker`); `launcher`: a command the worker is started
+        through, which must exec it (`ip netns exec NS`: the worker on another host, tests/support/netns.py)."""
         self.env = env
         self.log_path = log_path
         self.concurrency = concurrency
         self.queues = queues
         # the node name, as a run's `worker` names the worker that executes it
-        self.name = f"tests-{queues}-{time.monotonic_ns()}@{socket.gethostname()}"
+        self.name = name or f"tests-{queues}-{time.monotonic_ns()}@{socket.gethostname()}"
+        self.launcher = launcher
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "WorkerProcess":
+        self.spawn()
+        self.wait_ready()
+        return self
+
+    def spawn(self) -> "WorkerProcess":
+        """Start the process without waiting for it to be ready (`wait_ready`): several workers start at once."""
         self.log = open(self.log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queues,
+            [*self.launcher, sys.executable, "-m", "celery", "-A", "agent_platform", "worker", "-Q", self.queues,
              "--pool", "threads", "--concurrency", str(self.concurrency), "--without-mingle", "--without-gossip",
              "--loglevel", "INFO", "-n", self.name],
             cwd=REPO, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        self.wait_ready()
         return self
 
     def wait_ready(self, timeout: float = 60) -> None:
