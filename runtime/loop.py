@@ -652,6 +652,13 @@ class AgentLoop:
         page = self._toolset.active_page() if self._toolset is not None else None
         return page.url if page is not None else ""
 
+    def read_state_if_stale(self) -> None:
+        """After an action turn (or a person's control), the browser's state is read on the lane, before the turn's
+        checkpoint is written: what a fresh browser, or another worker, starts from."""
+        if self.state_stale:
+            self.state_stale = False
+            self.record.also(self.keep_state)
+
     def keep_state(self) -> None:
         """On the lane, after an action turn: read the run's storage state (cookies, local storage, IndexedDB) into
         this worker's memory, what a fresh browser starts from if Chromium exits. Never raises: a state that cannot be
@@ -875,10 +882,9 @@ class AgentLoop:
     def converse(self) -> Ending:
         while True:
             self.safe_point()
+            self.read_state_if_stale()
             self.attend()
-            if self.state_stale:  # the browser's state read, for a fresh browser or another worker to start from
-                self.state_stale = False
-                self.record.also(self.keep_state)
+            self.read_state_if_stale()  # a person who had control may have changed it (signed in, say)
             # the last turn is recorded while the model answers, with the checkpoint another worker would go on from
             self.record.hand_off(self.take_checkpoint())
             if drain.requested.is_set():
@@ -1326,6 +1332,7 @@ class AgentLoop:
         input reaches the page only now: the agent's last turn is over, and until the hand-back it does nothing."""
         if self.control is not None:
             self.control.accepting.set()  # before the turn's record is written, which is what a viewer waits for
+        self.state_stale = True  # from here a person may act on the page
         self.record.hand_off(self.take_checkpoint())
         self.record.flush()  # what the agent did before the pause is on the page for the person taking control
         waiter = asking.Waiter(self.run.public_id)

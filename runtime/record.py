@@ -8,6 +8,10 @@ browser action the lane is flushed, so nothing reaches the web before every earl
 at most the turn in progress (its request's usage, its events), which is the turn the model's next request would have
 been built from - a request that then is never sent, or whose reply is never acted on. Before the run ends, before an
 outcome is graded and before the judge (queued by lifecycle.finish) reads, the lane is flushed.
+
+The record written before each model request carries the run's checkpoint (runtime.checkpoint): another worker
+continues a run its worker lost from the last one committed, so what a lost worker's run loses is the same turn in
+progress, which the next worker redoes (runs.handover).
 """
 
 from __future__ import annotations
