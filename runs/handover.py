@@ -65,25 +65,25 @@ def hand_over(run: Run, *, handovers: int, cause: str, worker: str) -> bool:
                 "checkpoint_turn": checkpoint or 0,
             },
         )
-        transaction.on_commit(functools.partial(send_continuation, run.pk))
+        transaction.on_commit(functools.partial(send_continuation, run.pk, run.queue))
     log.warning("run %s handed over by worker %s (%s)", run.public_id, worker or "unknown", cause)
     return True
 
 
-def send_continuation(run_pk: int) -> None:
-    """The message that has a worker continue a handed-over run. A lost message is sent again by the reaper
-    (redeliver_handed_over)."""
+def send_continuation(run_pk: int, queue: str = "") -> None:
+    """The message that has a worker continue a handed-over run, on the queue it ran on (the runs queue when that is
+    not known). A lost message is sent again by the reaper (redeliver_handed_over)."""
     try:
-        tasks.execute_run.delay(run_pk, handed_over=True)
+        tasks.execute_run.apply_async(args=[run_pk], kwargs={"handed_over": True}, queue=queue or None)
     except Exception:
         log.warning("run pk %s waits for the broker to be continued", run_pk, exc_info=True)
 
 
-def claim_handed_over(run_id: int, worker: str) -> Run | None:
+def claim_handed_over(run_id: int, worker: str, queue: str = "") -> Run | None:
     """Claim a handed-over run for this worker; None if it was claimed by another, ended or was never handed over."""
     with transaction.atomic():
         claimed = Run.objects.filter(pk=run_id, status=Run.Status.RUNNING, handed_over_at__isnull=False).update(
-            worker=worker, handed_over_at=None, heartbeat_at=timezone.now()
+            worker=worker, queue=queue, handed_over_at=None, heartbeat_at=timezone.now()
         )
         if not claimed:
             return None
@@ -105,7 +105,7 @@ def redeliver_handed_over(waiting_for: timedelta | None = None) -> list[str]:
     for run in Run.objects.filter(status=Run.Status.RUNNING, handed_over_at__lt=cutoff):
         # touched, so the next pass waits a period again before sending once more
         Run.objects.filter(pk=run.pk, handed_over_at__isnull=False).update(handed_over_at=timezone.now())
-        send_continuation(run.pk)
+        send_continuation(run.pk, run.queue)
         sent.append(run.public_id)
     return sent
 

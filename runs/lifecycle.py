@@ -22,12 +22,18 @@ from .models import Event, Run
 log = logging.getLogger(__name__)
 
 
-def mark_started(run: Run, worker: str) -> bool:
+def mark_started(run: Run, worker: str, queue: str = "") -> bool:
     """Claim a queued run for this worker; False if it was already claimed, cancelled or finished. A worker driven by
     the scripted model (SCRIPTED_MODEL, the worker's own setting) labels the agent runs it claims scripted, before
     run.started says so."""
     now = timezone.now()
-    claim: dict[str, Any] = {"status": Run.Status.RUNNING, "started_at": now, "heartbeat_at": now, "worker": worker}
+    claim: dict[str, Any] = {
+        "status": Run.Status.RUNNING,
+        "started_at": now,
+        "heartbeat_at": now,
+        "worker": worker,
+        "queue": queue,
+    }
     if settings.SCRIPTED_MODEL and run.kind == Run.Kind.AGENT:
         claim["scripted"] = True
     with transaction.atomic():
@@ -43,7 +49,7 @@ def mark_started(run: Run, worker: str) -> bool:
 CLAIM_ATTEMPTS = 5
 
 
-def claim_fairly(message_run_id: int, worker: str) -> Run | None:
+def claim_fairly(message_run_id: int, worker: str, queue: str = "") -> Run | None:
     """Claim, for this worker, the fairest admitted run in place of the one the message names (runs.queueing says
     why the messages are interchangeable); None when nothing is left to claim: the message's own run was already
     claimed, by a worker that took it in place of another, or it was cancelled."""
@@ -53,22 +59,22 @@ def claim_fairly(message_run_id: int, worker: str) -> Run | None:
         if pick is None:
             break
         run = Run.objects.select_related("session").get(pk=pick)
-        if mark_started(run, worker):
+        if mark_started(run, worker, queue):
             if pick != message_run_id:
                 log.info("worker %s took run %s in place of run pk %s, the fairer pick", worker, run, message_run_id)
             return run
         tried.add(pick)
     # No pick was claimable (they raced with other workers): the message's own run, if it was admitted.
     own = Run.objects.select_related("session").filter(pk=message_run_id, admitted_at__isnull=False).first()
-    if own is not None and mark_started(own, worker):
+    if own is not None and mark_started(own, worker, queue):
         return own
     return None
 
 
-def claim(run_id: int, worker: str) -> Run | None:
+def claim(run_id: int, worker: str, queue: str = "") -> Run | None:
     """Claim exactly this run for this worker; None if it does not exist or was claimed, cancelled or finished."""
     run = Run.objects.select_related("session").filter(pk=run_id).first()
-    return run if run is not None and mark_started(run, worker) else None
+    return run if run is not None and mark_started(run, worker, queue) else None
 
 
 def admit(workspace_id: int) -> None:

@@ -229,6 +229,8 @@ class Run(models.Model):
     handovers = models.PositiveIntegerField(default=0)
     worker_losses = models.PositiveIntegerField(default=0)
     handed_over_at = models.DateTimeField(null=True, blank=True)
+    # The Celery queue its worker took it from: a handed-over run goes back to that queue, to a worker like the last.
+    queue = models.CharField(max_length=200, blank=True)
 
     objects = RunQuerySet.as_manager()
 

@@ -28,17 +28,17 @@ def execute_run(self: Task, run_id: int, fair: bool = False, handed_over: bool =
 
     A stopping worker (runtime.drain) may still be given a message (Celery's warm shutdown finishes what it fetched):
     it takes no run, and sends the message again, to the queue it came from, for another worker."""
+    queue = (self.request.delivery_info or {}).get("routing_key") or ""
     if drain.requested.is_set():
-        queue = (self.request.delivery_info or {}).get("routing_key")
-        self.apply_async(args=[run_id], kwargs={"fair": fair, "handed_over": handed_over}, queue=queue)
+        self.apply_async(args=[run_id], kwargs={"fair": fair, "handed_over": handed_over}, queue=queue or None)
         return
     if handed_over:
-        run_loop(run_id, worker=self.request.hostname or "worker", handed_over=True)
+        run_loop(run_id, worker=self.request.hostname or "worker", queue=queue, handed_over=True)
         return
     if lifecycle.wait_behind_earlier_run(run_id):
         self.apply_async(args=[run_id], kwargs={"fair": fair}, countdown=WAIT_BEHIND_SECONDS)
         return
-    run_loop(run_id, worker=self.request.hostname or "worker", fair=fair)
+    run_loop(run_id, worker=self.request.hostname or "worker", queue=queue, fair=fair)
 
 
 @shared_task(name="runs.tasks.reap_stale_runs")  # type: ignore[untyped-decorator]

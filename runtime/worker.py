@@ -195,18 +195,19 @@ worker_shutting_down.connect(drain.begin, weak=False)
 worker_process_shutdown.connect(close_browser_host, weak=False)
 
 
-def execute_run(run_id: int, *, worker: str, fair: bool = False, handed_over: bool = False) -> None:
+def execute_run(run_id: int, *, worker: str, queue: str = "", fair: bool = False, handed_over: bool = False) -> None:
     """Claim the run (with `fair`, the fairest admitted run, its own or another: runs.queueing; with `handed_over`, a
     run another worker handed over, to continue it: runs.handover) and run its loop to an ending; a run already
-    claimed, cancelled or finished is left alone."""
+    claimed, cancelled or finished is left alone. `queue`: the one the message came from, where a handover sends the
+    run back."""
     if handed_over:
-        continued = handover.claim_handed_over(run_id, worker)
+        continued = handover.claim_handed_over(run_id, worker, queue)
         if continued is None:
             log.info("execute_run: run pk %s was already continued or ended", run_id)
         else:
             execute_claimed(continued, worker=worker, continued=True)
         return
-    run = lifecycle.claim_fairly(run_id, worker) if fair else lifecycle.claim(run_id, worker)
+    run = lifecycle.claim_fairly(run_id, worker, queue) if fair else lifecycle.claim(run_id, worker, queue)
     if run is None:
         if fair:
             log.info("execute_run: no admitted run left to claim for run pk %s's message", run_id)

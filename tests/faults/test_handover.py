@@ -18,18 +18,18 @@ STALE_AFTER_SECONDS = 5
 
 def test_a_run_lost_more_than_its_limit_ends_worker_lost(acme, settings, django_capture_on_commit_callbacks):
     settings.RUN_MAX_RECOVERIES = 2
-    run = make_run(acme, status=Run.Status.RUNNING, worker="celery@gone")
+    run = make_run(acme, status=Run.Status.RUNNING, worker="celery@gone", queue="runs-eu")
     stale = timedelta(seconds=STALE_AFTER_SECONDS)
     for loss in (1, 2):
         Run.objects.filter(pk=run.pk).update(heartbeat_at=run.created_at - timedelta(hours=1))
         with django_capture_on_commit_callbacks() as sent:
             assert lifecycle.reap_stale_runs(stale) == [run.public_id]
         continuation = [callback for callback in sent if getattr(callback, "func", None) is handover.send_continuation]
-        assert [callback.args for callback in continuation] == [(run.pk,)], "the continuation's message"
+        assert [callback.args for callback in continuation] == [(run.pk, "runs-eu")], "the continuation's message"
         run.refresh_from_db()
         assert (run.status, run.worker_losses, run.handovers, run.worker) == (Run.Status.RUNNING, loss, loss, "")
         assert lifecycle.reap_stale_runs(stale) == [], "a run waiting to be continued is not lost again"
-        assert handover.claim_handed_over(run.pk, f"celery@next-{loss}") is not None
+        assert handover.claim_handed_over(run.pk, f"celery@next-{loss}", "runs-eu") is not None
         assert handover.claim_handed_over(run.pk, "celery@late") is None, "claimed once"
     Run.objects.filter(pk=run.pk).update(heartbeat_at=run.created_at - timedelta(hours=1))
     assert lifecycle.reap_stale_runs(stale) == [run.public_id]

@@ -146,8 +146,8 @@ def test_a_run_whose_worker_is_killed_goes_on_on_another_worker_from_its_last_tu
 
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING
-    # the second worker takes continuations (the `runs` queue, where the reaper sends them) and this test's queue
-    second = WorkerProcess(worker_env(tmp_path, "second"), tmp_path / "second.log", queues=f"{queue},runs").start()
+    # the second worker takes this test's queue: a handed-over run goes back to the queue it was taken from
+    second = WorkerProcess(worker_env(tmp_path, "second"), tmp_path / "second.log", queues=queue).start()
     try:
         handed = wait_for(
             lambda: lifecycle.reap_stale_runs(timedelta(seconds=STALE_AFTER_SECONDS)),
@@ -160,6 +160,7 @@ def test_a_run_whose_worker_is_killed_goes_on_on_another_worker_from_its_last_tu
         assert run.status == Run.Status.SUCCEEDED, run.error_message
         assert run.output == "Walked every step."
         assert run.worker == second.name and run.worker_losses == 1 and run.signals["worker_losses"] == 1
+        assert run.queue == queue
 
         timeline = assert_one_timeline(run)
         types = [event.type for event in timeline]
@@ -215,7 +216,7 @@ def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
     queue = f"fault-drain-{time.monotonic_ns()}"
     env = worker_env(tmp_path, "first", WORKER_DRAIN_SECONDS=str(DRAIN_SECONDS))
     first = WorkerProcess(env, tmp_path / "first.log", queues=queue).start()
-    second = WorkerProcess(worker_env(tmp_path, "second"), tmp_path / "second.log", queues=f"{queue},runs").start()
+    second = WorkerProcess(worker_env(tmp_path, "second"), tmp_path / "second.log", queues=queue).start()
     held = HeldRequest(browser("navigate", url=step_url(fault_site, 3), thinking="Step 3: on to the next page."))
     replies = script(fault_site, 3, held)
     del replies[3]  # the held request answers the third step itself
