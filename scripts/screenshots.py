@@ -1,7 +1,7 @@
 """Take the README's screenshots from the real app: `make run`'s whole stack on a scratch data directory, the
 bundled demo tasks (seeded on first start with the scripted model), and Chromium driven by Playwright.
 
-    .venv/bin/python scripts/screenshots.py            # writes docs/img/{runs-list,launch-form,run-page,usage,...}.png
+    .venv/bin/python scripts/screenshots.py            # writes docs/img/{runs-list,launch-form,run-page,usage,schedules,...}.png
     .venv/bin/python scripts/screenshots.py batch-page # only docs/img/batch-page.png (a batch of the demo tasks)
 
 REDIS_URL, BROWSER_EXECUTABLE and the rest are read from the environment as `make run` reads them.
@@ -146,6 +146,7 @@ def take(base: str, demo_base: str, password: str, only: set[str] | None = None)
         live_view(page, base)
         waiting_for_person(page, base)
         profiles(page, base)
+        schedules(page, base, demo_base)
 
         page.goto(f"{base}/runs/new/")
         page.get_by_role("button", name=re.compile("graded against a rubric")).click()
@@ -197,6 +198,24 @@ def profiles(page: Page, base: str) -> None:
             break
         time.sleep(2)
     page.screenshot(path=str(OUT / "profiles.png"))
+
+
+def schedules(page: Page, base: str, demo_base: str) -> None:
+    """The Schedules page with a schedule of the demo shop's task every minute, once its first firing's run ended (its
+    verdict in the history beside the next firings)."""
+    page.goto(f"{base}/schedules/")
+    page.fill("#id_name", "Shop prices every minute")
+    page.fill("#id_cron", "* * * * *")
+    page.fill("#id_task", "List the products on the first page of the demo shop with their prices.")
+    page.fill("#id_start_url", f"{demo_base}/demo/shop/")
+    page.get_by_role("button", name="Add schedule").click()
+    deadline = time.monotonic() + 150
+    while time.monotonic() < deadline:
+        page.goto(f"{base}/schedules/")
+        if page.locator("table.history .badge.st-succeeded, table.history .badge.st-failed").count():
+            break
+        time.sleep(3)
+    page.screenshot(path=str(OUT / "schedules.png"), full_page=True)
 
 
 def main() -> int:
