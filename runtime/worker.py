@@ -27,11 +27,13 @@ from agent_platform.llm import client
 from runs import lifecycle
 from runs.events import pusher
 from runs.models import Run
+from runs.recipes.models import Replay
 from runs.secret_box import SecretsUnavailable, unseal
 from runtime.browser.host import BrowserHost
 from runtime.browser.reaper import reap_orphans
 from runtime.loop import AgentLoop
 from runtime.prompts import done_tool
+from runtime.replay import ReplayLoop
 from runtime.sign_in import SignInSession
 
 log = logging.getLogger(__name__)
@@ -217,6 +219,8 @@ def execute_claimed(run: Run) -> None:
                 return
             if run.kind == Run.Kind.SIGN_IN:
                 SignInSession(run, browser_host).execute()  # no agent: the operator drives, then saves
+            elif (replay := Replay.objects.filter(run=run).select_related("recipe", "version").first()) is not None:
+                ReplayLoop(run, browser_host, replay).execute()  # the recipe's steps, the agent only if one fails
             else:
                 AgentLoop(run, browser_host).execute()
         finally:
