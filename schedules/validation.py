@@ -64,7 +64,12 @@ def clean_run(workspace: Workspace, run: object) -> dict[str, Any]:
     allowed = RECIPE_SCHEDULABLE if replays else SCHEDULABLE
     for key in run:
         if key not in allowed:
-            why = "is not taken by a schedule" if key in NOT_SCHEDULABLE else "is not a launch field"
+            if key in NOT_SCHEDULABLE:
+                why = "is not taken by a schedule"
+            elif replays and key in SCHEDULABLE:
+                why = "is the recipe's, not given with recipe_id"
+            else:
+                why = "is not a launch field"
             raise InvalidRequest.of_field(f"run.{key}", f"{why}; a schedule's run takes {', '.join(sorted(allowed))}")
     try:
         if replays:
