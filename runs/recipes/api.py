@@ -4,10 +4,10 @@ proposed version. A replay is launched with POST /api/v1/runs and recipe_id (run
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from ninja import Field, Router, Schema, Status
+from ninja import Field, Path, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictStr, StringConstraints
 
-from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, PathId
+from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, PathId
 from agent_platform.errors import NotFound
 from runs.models import UUID_ID, Run
 
@@ -24,8 +24,10 @@ RUNS_LISTED = 20
 ParameterName = Annotated[StrictStr, StringConstraints(pattern=recipe_steps.PARAMETER_NAME.pattern)]
 ParameterValue = Annotated[StrictStr, StringConstraints(max_length=recipe_steps.PARAMETER_VALUE_MAX_CHARS)]
 MarkedValue = Annotated[
-    StrictStr, StringConstraints(min_length=1, max_length=recipe_steps.PARAMETER_VALUE_MAX_CHARS, pattern=r"\S")
+    StrictStr, StringConstraints(max_length=recipe_steps.PARAMETER_VALUE_MAX_CHARS, pattern=NOT_BLANK)
 ]
+VERSION_MAX = 2**31 - 1
+VersionNumber = Annotated[int, Path(ge=1, le=VERSION_MAX, description="The version's number.")]
 
 
 class RecipeIn(Schema):
@@ -37,9 +39,10 @@ class RecipeIn(Schema):
     name: Annotated[StrictStr, StringConstraints(max_length=services.NAME_MAX_CHARS)] | None = Field(
         None, description="A name for people (at most 200 characters); the task's first line when omitted."
     )
-    parameters: dict[ParameterName, MarkedValue] | None = Field(
-        None,
+    parameters: dict[ParameterName, MarkedValue] = Field(
+        default_factory=dict,
         max_length=recipe_steps.PARAMETERS_MAX,
+        json_schema_extra={"additionalProperties": False},
         description="Values the run typed that a replay takes as parameters: {name: the value as the run typed it} "
         "(names: lowercase letters, digits and _; at most 20). Each becomes {{name}} in the steps and the task; "
         "a value no step typed is invalid_request.",
@@ -49,9 +52,7 @@ class RecipeIn(Schema):
 class RecipePatch(Schema):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"auto_accept": True}]})
 
-    name: (
-        Annotated[StrictStr, StringConstraints(min_length=1, max_length=services.NAME_MAX_CHARS, pattern=r"\S")] | None
-    ) = None
+    name: Annotated[StrictStr, StringConstraints(max_length=services.NAME_MAX_CHARS, pattern=NOT_BLANK)] | None = None
     auto_accept: StrictBool | None = Field(
         None, description="Accept a healed run's proposed version at once (no operator review)."
     )
@@ -227,7 +228,7 @@ def update_recipe(request: ApiRequest, recipe_id: RecipePathId, payload: RecipeP
     summary="Accept a proposed version",
     description="Replays run it from now on. A version that is not proposed is 409 conflict.",
 )
-def accept_version(request: ApiRequest, recipe_id: RecipePathId, number: int) -> dict[str, Any]:
+def accept_version(request: ApiRequest, recipe_id: RecipePathId, number: VersionNumber) -> dict[str, Any]:
     recipe = find_recipe(request, recipe_id)
     services.decide(recipe, number, accept=True)
     return recipe_out(recipe)
@@ -238,7 +239,7 @@ def accept_version(request: ApiRequest, recipe_id: RecipePathId, number: int) ->
     response={200: RecipeOut, 409: ErrorOut, **ERROR_RESPONSES},
     summary="Decline a proposed version",
 )
-def decline_version(request: ApiRequest, recipe_id: RecipePathId, number: int) -> dict[str, Any]:
+def decline_version(request: ApiRequest, recipe_id: RecipePathId, number: VersionNumber) -> dict[str, Any]:
     recipe = find_recipe(request, recipe_id)
     services.decide(recipe, number, accept=False)
     return recipe_out(recipe)

@@ -75,3 +75,45 @@ def replay_through_api(api, **body: Any):
     launched = api.post("/runs", body)
     assert launched.status_code == 201, launched.content
     return enqueue(Run.objects.get(public_id=launched.json()["id"]))
+
+
+def play_contact_run(workspace, *, name: str = "Ada Lovelace", button: str = "Send message", coordinate: bool = False):
+    """A succeeded run's events as the runtime writes them for the contact form: two fields set and the button
+    clicked (each agent.tool_use, agent.target and agent.tool_result), then its final view. With `coordinate`, the
+    click was on a point of the page (no target)."""
+    from runs.events import emit
+    from runs.lifecycle import finish, mark_started
+    from tests.support.factories import make_run
+
+    run = make_run(workspace, task=f"Send the contact form as {name}.", start_url="https://shop.example.com/contact/")
+    mark_started(run, "tests")
+    contact, thanks = "https://shop.example.com/contact/", "https://shop.example.com/contact/thanks/"
+    actions = [
+        ("form_input", {"target": {"type": "ref", "ref": "e14"}, "value": name}, ("textbox", "Your name"), contact),
+        ("form_input", {"target": {"type": "ref", "ref": "e17"}, "value": "ada@example.com"}, ("textbox", "Email address"), contact),
+        ("left_click", {"target": {"type": "ref", "ref": "e26"}}, ("button", button), thanks),
+    ]  # fmt: skip
+    for index, (member, member_input, (role, label), url) in enumerate(actions, start=1):
+        use_id = f"toolu_{index}"
+        emit(
+            run,
+            "agent.tool_use",
+            {"id": use_id, "name": member, "toolset": "browser", "input": member_input, "turn": index},
+        )
+        target = (
+            None if coordinate and member == "left_click" else {"role": role, "name": label, "nth": 0, "frame": None}
+        )
+        emit(
+            run,
+            "agent.target",
+            {"tool_use_id": use_id, "member": member, "target": target, "url": url, "fingerprint": f"fp{index}"},
+        )
+        emit(
+            run,
+            "agent.tool_result",
+            {"tool_use_id": use_id, "name": member, "content": "", "is_error": False, "turn": index},
+        )
+    emit(run, "agent.final_view", {"url": thanks, "title": "Thanks", "text": f"Thank you, {name}!"})
+    finish(run, "succeeded", success=True, output=f"Sent as {name}.")
+    run.refresh_from_db()
+    return run
