@@ -88,8 +88,11 @@ class ReplayLoop(AgentLoop):
             "step": number,
             "line": recipe_steps.line(self.rendered(step)),
             "done": why is None,
+            # Its action ran (only its checkpoint may have failed): a version a healed run proposes keeps it, with the
+            # page it left now as its checkpoint.
+            "acted": left is not None,
             "url": self.last_url,
-            "recipe_step": step,
+            "recipe_step": step if left is None else {**step, "url": left["url"], "fingerprint": left["fingerprint"]},
         }
         if why is not None:
             event["why"] = why

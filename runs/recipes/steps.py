@@ -65,7 +65,7 @@ def secrets_in(steps: Iterable[dict[str, Any]]) -> set[str]:
 
 def steps_of(events: Iterable[Event], parameters: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The steps of a run, in order: each browser action that worked and has its target recorded (agent.target), and
-    each step a replay did (recipe.step, kept as the recipe wrote it). Raises NotReplayable for an action a replay
+    each step a replay did (recipe.step, kept as the recipe wrote it, with the page it left as its checkpoint). Raises NotReplayable for an action a replay
     cannot find its element for."""
     parameters = parameters or {}
     uses: dict[str, dict[str, Any]] = {}
@@ -74,7 +74,7 @@ def steps_of(events: Iterable[Event], parameters: dict[str, str] | None = None) 
         payload = event.payload
         if event.type == "agent.tool_use" and payload.get("toolset") == "browser":
             uses[str(payload.get("id"))] = payload
-        elif event.type == "recipe.step" and payload.get("done"):
+        elif event.type == "recipe.step" and payload.get("acted", payload.get("done")):
             steps.append(dict(payload["recipe_step"]))
         elif event.type == "agent.target":
             use = uses.get(str(payload.get("tool_use_id")))
