@@ -322,6 +322,7 @@ def runs_of(request: ApiRequest) -> QuerySet[Run]:
     return (
         Run.objects.for_workspace(request.workspace)
         .select_related("session", "session__proxy", "outcome", "profile")
+        .select_related("replay__recipe", "replay__version", "replay__proposed_version")  # a replay's recipe
         # The judge's records of the run; their own orderings put the latest judgment first and the evaluation cycles
         # in order.
         .prefetch_related(
@@ -372,8 +373,9 @@ def outcome_out(run: Run) -> dict[str, Any] | None:
 
 
 def recipe_of(run: Run) -> dict[str, Any] | None:
-    replay = Replay.objects.filter(run=run).select_related("recipe", "version", "proposed_version").first()
-    if replay is None:
+    try:
+        replay = run.replay  # runs_of selects it with its recipe and versions
+    except Replay.DoesNotExist:
         return None
     saved = replay.cost_saved_usd
     return {
