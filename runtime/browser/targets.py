@@ -22,7 +22,6 @@ ELEMENT_LINE = re.compile(r'^- ([a-z]+)(?: ("(?:[^"\\]|\\.)*"))?')
 ROLE_OF_ANY_LINE = re.compile(r"^(\s*)- ([a-z]+)")
 # Roles Playwright's get_by_role cannot find: an element that has only these is not a target a replay can find.
 UNFINDABLE_ROLES = frozenset({"generic", "text", "none", "presentation"})
-STRUCTURE_DEPTH = 15
 
 
 def element_line(snapshot: str) -> tuple[str, str] | None:
@@ -57,14 +56,6 @@ def structure_of(snapshot: str) -> str:
 def structure_fingerprint(url: str, snapshot: str) -> str:
     """A short hash of a page's URL and shape (structure_of): a recipe step's checkpoint."""
     return hashlib.sha256(f"{url}\n{structure_of(snapshot)}".encode()).hexdigest()[:16]
-
-
-async def page_structure_fingerprint(page: Page) -> str:
-    try:
-        snapshot = await page.aria_snapshot(mode="ai", depth=STRUCTURE_DEPTH, timeout=FIND_TIMEOUT_MS)
-    except PlaywrightError:
-        snapshot = ""
-    return structure_fingerprint(page.url, snapshot)
 
 
 def frame_of(frame: Frame) -> dict[str, str] | None:

@@ -76,7 +76,7 @@ from runtime.browser.parsing import (
     rank_snapshot_lines,
     value_text,
 )
-from runtime.browser.targets import describe, describe_focused, locate, page_structure_fingerprint
+from runtime.browser.targets import describe, describe_focused, locate, structure_fingerprint
 
 READ_PAGE_MAX_CHARS = 50_000  # the tool's documented cap
 
@@ -215,8 +215,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     @property
     def last_snapshot(self) -> str | None:
-        """The accessibility snapshot the last read_page or find took of the active tab, while no other member has
-        touched a tab since (every member goes through `_page`, which forgets it); None otherwise."""
+        """The accessibility snapshot the last read_page or find took of the active tab, or the one an action took of
+        the page it left (for its recipe step's checkpoint), while no other member has touched a tab since (every
+        member goes through `_page`, which forgets it); None otherwise."""
         if self._snapshot is None:
             return None
         page, url, snapshot = self._snapshot
@@ -241,11 +242,18 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     async def _acted(self, member: str, page: Page) -> None:
         """After an action that succeeded: the step take_step gives, with the page it left (the active tab's)."""
         now = self.active_page() or page
+        try:
+            # read_page's snapshot: remembered, so the loop's page fingerprint after the turn costs no second one
+            snapshot = await now.aria_snapshot(mode="ai", depth=READ_PAGE_DEFAULT_DEPTH, timeout=ACTION_TIMEOUT_MS)
+        except PlaywrightError:
+            snapshot = ""
+        else:
+            self._remember(now, snapshot)
         self._step = {
             "member": member,
             "target": self._target,
             "url": now.url,
-            "fingerprint": await page_structure_fingerprint(now),
+            "fingerprint": structure_fingerprint(now.url, snapshot),
         }
         self._target = None
 
