@@ -65,19 +65,34 @@ def frame_of(frame: Frame) -> dict[str, str] | None:
     return {"name": frame.name, "url": frame.url}
 
 
-async def describe(locator: Locator) -> dict[str, Any] | None:
+async def describe(page: Page, locator: Locator, *, in_frame: bool = False) -> dict[str, Any] | None:
     """What `locator` (an aria ref, as the agent named it) points to now: {role, name, nth, frame}, or None when it
-    is no element a role locator finds again (no role, or the accessible names disagree)."""
+    is no element a role locator finds again (no role, or the accessible names disagree). `in_frame`: the ref is a
+    child frame's (`f1e3`); a page's own refs (`e3`) are in its main frame.
+
+    Its cost is on every action of every run, so the common case takes two round trips: the element's own snapshot,
+    and how many elements have its role and name; only when there are several is the element's index among them
+    looked up."""
     try:
         described = element_line(await locator.aria_snapshot(mode="ai", depth=1, timeout=FIND_TIMEOUT_MS))
         if described is None or described[0] in UNFINDABLE_ROLES:
             return None
         role, name = described
-        handle = await locator.element_handle(timeout=FIND_TIMEOUT_MS)
-        frame = await handle.owner_frame()
+        handle = None
+        frame: Frame | None = page.main_frame
+        if in_frame:
+            handle = await locator.element_handle(timeout=FIND_TIMEOUT_MS)
+            frame = await handle.owner_frame()
         if frame is None:
             return None
-        nth = await by_role(frame, role, name).evaluate_all("(found, element) => found.indexOf(element)", handle)
+        found = by_role(frame, role, name)
+        count = await found.count()
+        nth: Any = 0
+        if count == 0:
+            return None
+        if count > 1:
+            handle = handle or await locator.element_handle(timeout=FIND_TIMEOUT_MS)
+            nth = await found.evaluate_all("(found, element) => found.indexOf(element)", handle)
     except PlaywrightError:
         return None
     if not isinstance(nth, int) or nth < 0:
@@ -86,14 +101,15 @@ async def describe(locator: Locator) -> dict[str, Any] | None:
 
 
 async def describe_focused(page: Page) -> dict[str, Any] | None:
-    """The element that has the keyboard's focus (what `type` and `key` act on), described as `describe` does."""
+    """The element that has the keyboard's focus in the page's own document (what `type` and `key` act on),
+    described as `describe` does."""
     focused = page.locator("*:focus")
     try:
         if await focused.count() != 1:
             return None
     except PlaywrightError:
         return None
-    return await describe(focused)
+    return await describe(page, focused)
 
 
 def by_role(frame: Frame | Page, role: str, name: str) -> Locator:

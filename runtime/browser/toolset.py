@@ -234,10 +234,15 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         step, self._step = self._step, None
         return step
 
-    async def _aim(self, locator: Locator | None) -> None:
-        """Before an action on `locator`: what it points to, kept for take_step (the element may be gone after)."""
+    async def _aim(self, page: Page, ref: str | None) -> None:
+        """Before an action on the element `ref` names: what it points to, kept for take_step (the element may be gone
+        after). None for an action on a coordinate."""
         self._step = None
-        self._target = await describe(locator) if locator is not None else None
+        if ref is None:
+            self._target = None
+            return
+        ref = normalize_ref(ref)
+        self._target = await describe(page, self._locator(page, ref), in_frame=ref.startswith("f"))
 
     async def _acted(self, member: str, page: Page) -> None:
         """After an action that succeeded: the step take_step gives, with the page it left (the active tab's)."""
@@ -645,7 +650,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         page = await self._page(input.tab_id)
         modifiers = parse_chord(input.modifiers) if input.modifiers else []
         target = input.target
-        await self._aim(self._locator(page, target.ref) if target.type == "ref" else None)
+        await self._aim(page, target.ref if target.type == "ref" else None)
         if target.type == "ref":
             action = self._locator(page, target.ref).click(
                 button=button,  # type: ignore[arg-type]
@@ -673,10 +678,10 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     async def hover(self, context: BetaToolsetCallContext, input: BetaBrowserHoverInput) -> str | None:
         page = await self._page(input.tab_id)
         if input.target.type == "ref":
-            await self._aim(self._locator(page, input.target.ref))
+            await self._aim(page, input.target.ref)
             await self._locator(page, input.target.ref).hover()
         else:
-            await self._aim(None)
+            await self._aim(page, None)
             await page.mouse.move(input.target.x, input.target.y)
         await self._acted("hover", page)
         return None
@@ -710,7 +715,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     async def form_input(self, context: BetaToolsetCallContext, input: BetaBrowserFormInputInput) -> str | None:
         page = await self._page(input.tab_id)
         locator = self._locator(page, input.target.ref)
-        await self._aim(locator)
+        await self._aim(page, input.target.ref)
         await self._set_value(page, locator, input.value)
         await self._acted("form_input", page)
         return None
@@ -744,7 +749,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     async def scroll_to(self, context: BetaToolsetCallContext, input: BetaBrowserScrollToInput) -> str | None:
         page = await self._page(input.tab_id)
-        await self._aim(self._locator(page, input.target.ref))
+        await self._aim(page, input.target.ref)
         await self._locator(page, input.target.ref).scroll_into_view_if_needed()
         await self._acted("scroll_to", page)
         return None
