@@ -9,7 +9,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import first_line
+from runs import spending
 from runs.models import Run
 from runs.recipes import steps as recipe_steps
 from runs.recipes.models import Replay
@@ -122,12 +124,23 @@ class ReplayLoop(AgentLoop):
         last = self.replay.version.last_done or {}
         summary = (
             f"Replayed all {len(self.steps)} steps of recipe {self.replay.recipe.public_id} "
-            f"(version {self.replay.version.number}) without the model"
+            f"(version {self.replay.version.number}) without the agent"
         )
         if last.get("text_hash") and text_hash(text) == last["text_hash"]:
             return Ending.verdict(
                 {"success": True, "output": str(last.get("output") or summary), "data": last.get("data")}
             )
+        room = spending.headroom(self.run)
+        if room.left is not None:
+            tokens = size_of(text).tokens + extraction.PROMPT_OVERHEAD_TOKENS
+            model = extraction.extraction_model(self.run)
+            cost = spending.estimate(model, estimated_tokens=tokens, last=None, cache_kept=False)
+            if not room.allows(cost):
+                return Ending.failed(
+                    Run.ErrorCode.COST_LIMIT,
+                    f"The replay's extraction request (about ${cost:.4f}) would cross {room.describe()}; it was not "
+                    "sent.",
+                )
         schema = self.schema
         query = f"The page is the result of this task: {self.run.task}\n" + (
             "Give the data the task asks for." if schema is not None else "Say briefly what the page shows of it."
@@ -139,4 +152,8 @@ class ReplayLoop(AgentLoop):
             return self.heal(len(self.steps) + 1, f"its data could not be read from the last page: {answer.text}")
         if schema is None:
             return Ending.verdict({"success": True, "output": f"{summary}. {answer.text}", "data": None})
-        return Ending.verdict({"success": True, "output": f"{summary}.", "data": json.loads(answer.text)})
+        try:
+            data = json.loads(answer.text)
+        except ValueError:  # an answer past extraction's size limit comes back cut
+            return self.heal(len(self.steps) + 1, "its data read from the last page was too large to keep whole")
+        return Ending.verdict({"success": True, "output": f"{summary}.", "data": data})
