@@ -152,6 +152,8 @@ def launch_replay(
             start_url=recipe.start_url,
             output_schema=recipe.output_schema,
             secrets=secrets,
+            # a retried replay with the same key is the same recipe with the same parameters, or a conflict
+            fingerprinted={"recipe_id": recipe.public_id, "parameters": values},
             **fields,
         )
         if not launched.replayed:

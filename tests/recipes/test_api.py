@@ -3,11 +3,13 @@ point, a value no step typed), its changes and versions, and another workspace's
 
 import pytest
 
-from runs.recipes.models import Recipe, RecipeVersion
+from runs.recipes.models import Recipe, RecipeVersion, Replay
 from tests.support.factories import make_run
+from tests.support.launching import launches_held
 from tests.support.recipes import play_contact_run
 
 pytestmark = pytest.mark.django_db
+launches_held = launches_held
 
 
 def test_a_recipe_keeps_each_actions_target_value_and_checkpoint_never_a_ref(api, acme):
@@ -94,3 +96,21 @@ def test_another_workspace_sees_404(api, umbrella_api, acme):
     assert umbrella_api.get("/recipes").json()["recipes"] == []
     launched = umbrella_api.post("/runs", {"recipe_id": recipe_id})
     assert launched.status_code == 400 and "no recipe" in launched.json()["error"]["message"]
+
+
+def test_a_retried_replay_with_the_same_key_is_the_same_run_and_other_parameters_are_a_conflict(
+    api, acme, launches_held
+):
+    run = play_contact_run(acme)
+    # the email is typed but not in the task: only the fingerprint tells two replays with other emails apart
+    recipe_id = api.post(f"/runs/{run.public_id}/recipe", {"parameters": {"email": "ada@example.com"}}).json()["id"]
+    body = {"recipe_id": recipe_id, "parameters": {"email": "grace@example.com"}}
+    first = api.post("/runs", body, headers={"Idempotency-Key": "replay-1"})
+    again = api.post("/runs", body, headers={"Idempotency-Key": "replay-1"})
+    assert first.status_code == again.status_code == 201 and first.json()["id"] == again.json()["id"]
+    assert again["Idempotent-Replayed"] == "true"
+    assert Replay.objects.filter(recipe__public_id=recipe_id).count() == 1
+
+    other_email = {**body, "parameters": {"email": "alan@example.com"}}
+    other = api.post("/runs", other_email, headers={"Idempotency-Key": "replay-1"})
+    assert other.status_code == 409
