@@ -68,6 +68,7 @@ KNOWN_TYPES = frozenset(
     {
         "run.started", "run.waiting", "agent.message", "agent.tool_use", "agent.tool_result", "agent.usage", "agent.final_view",
         "run.finished", "run.judged", "span.outcome_evaluation_start", "span.outcome_evaluation_end",
+        "agent.target", "recipe.step", "recipe.healing",
     }
 )  # fmt: skip
 VIOLATION_PREFIX = "output_schema_violation"

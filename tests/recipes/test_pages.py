@@ -60,3 +60,19 @@ def test_another_workspaces_recipe_is_a_404(alice_client, charlie_client, acme):
     assert charlie_client.post(f"/runs/{run.public_id}/recipe/", {}).status_code == 404
     assert charlie_client.post(f"/recipes/{recipe.public_id}/replay/", {}).status_code == 404
     assert recipe.public_id not in charlie_client.get("/recipes/").content.decode()
+
+
+def test_a_replays_page_reads_its_steps_and_healing_as_lines_and_links_its_recipe(alice_client, acme):
+    from runs.events import emit
+    from runs.recipes.models import Replay
+    from tests.support.factories import make_run
+
+    recipe = services.make_recipe(play_contact_run(acme))
+    run = make_run(acme, task=recipe.task)
+    Replay.objects.create(run=run, recipe=recipe, version=recipe.current(), replayed_steps=2, healed_from_step=3)
+    emit(run, "recipe.step", {"step": 1, "line": "set textbox 'Your name' to 'Grace'", "done": True})
+    emit(run, "recipe.healing", {"step": 3, "why": "its target <b>is not</b> on the page"})
+    page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
+    assert "Recipe step 1 · set textbox &#x27;Your name&#x27; to &#x27;Grace&#x27;" in page
+    assert "Healing from step 3: its target &lt;b&gt;is not&lt;/b&gt; on the page" in page
+    assert f'href="/recipes/{recipe.public_id}/"' in page and "2 steps replayed, healed from step 3" in page
