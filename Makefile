@@ -108,6 +108,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python bench/data_scale.py
 	$(BIN)/python bench/billing_scale.py
 	$(BIN)/python bench/turn_load.py
+	$(BIN)/python bench/recipe_replay.py
 
 clean:
 	rm -rf $(VENV) $(LATEST) node_modules var/staticfiles .pytest_cache .ruff_cache .mypy_cache .coverage

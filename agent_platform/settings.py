@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "agent_platform",
     "runs",
     "runs.judging",
+    "runs.recipes",
     "demo_site",
     "evals",
     "webhooks",

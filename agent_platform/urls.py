@@ -14,6 +14,7 @@ urlpatterns = [
     path("", include("evals.urls")),
     path("", include("webhooks.urls")),
     path("", include("schedules.urls")),
+    path("", include("runs.recipes.urls")),
     path("api/v1/", api.urls),
     path("", include("browser_use_v4.urls")),
     path("admin/", admin.site.urls),

@@ -35,6 +35,8 @@ from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Run, RunInput, Session
 from .profiles.models import Profile
 from .queueing import depth
+from .recipes.models import Replay
+from .recipes.services import launch_replay
 
 router = Router()
 # Ids in this router's paths, as the document shows them (agent_platform.api.PathId).
@@ -80,10 +82,31 @@ class OutcomeIn(Schema):
 class RunIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    task: StrictStr = Field(
+    task: StrictStr | None = Field(
+        None,
         pattern=NOT_BLANK,
         max_length=TASK_MAX_CHARS,
-        description="What the agent should do (at most 20,000 characters).",
+        description="What the agent should do (at most 20,000 characters). Required, unless recipe_id is given: a "
+        "replay's task is its recipe's.",
+    )
+    recipe_id: (
+        Annotated[
+            StrictStr,
+            StringConstraints(
+                pattern=documented_pattern(ids.public_id_pattern("rcp"), "must be a recipe's id (rcp_…)")
+            ),
+        ]
+        | None
+    ) = Field(
+        None,
+        description="Replay this recipe (rcp_…) of the workspace (docs/recipes.md): its steps without the model while "
+        "every target is found and every checkpoint holds, then one extraction request for data; task, start_url, "
+        "output_schema and session_id are the recipe's and must be left out.",
+    )
+    parameters: dict[StrictStr, Annotated[StrictStr, StringConstraints(max_length=2000)]] | None = Field(
+        None,
+        description="With recipe_id: values of the recipe's parameters ({name: value}); a parameter left out takes "
+        "its default. Unknown names are invalid_request.",
     )
     session_id: StrictStr | None = Field(None, description="Continue in this session (its browser state and schema).")
     start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
@@ -198,6 +221,19 @@ class PendingInputOut(Schema):
     asked_at: datetime
 
 
+class RunRecipeOut(Schema):
+    recipe_id: str
+    version: int = Field(description="The recipe version it replays.")
+    parameters: dict[str, str]
+    replayed_steps: int = Field(description="Steps done without the model.")
+    healed_from_step: int | None = Field(description="The step where the model took over; null: none did.")
+    why_healed: str | None
+    cost_saved_usd: str | None = Field(
+        description="The source run's cost less this run's, once it ended (exact decimal string, US dollars)."
+    )
+    proposed_version: int | None = Field(description="The recipe version this healed run proposed, if any.")
+
+
 class RunOut(Schema):
     id: str
     session_id: str
@@ -233,6 +269,7 @@ class RunOut(Schema):
         description="The question the agent asked the operator (ask_human) and waits on; null when none."
     )
     paused: bool = Field(description="A person has control: the agent sends no model request until resumed.")
+    recipe: RunRecipeOut | None = Field(description="The recipe the run replays (launched with recipe_id); null: none.")
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -285,6 +322,7 @@ def runs_of(request: ApiRequest) -> QuerySet[Run]:
     return (
         Run.objects.for_workspace(request.workspace)
         .select_related("session", "session__proxy", "outcome", "profile")
+        .select_related("replay__recipe", "replay__version", "replay__proposed_version")  # a replay's recipe
         # The judge's records of the run; their own orderings put the latest judgment first and the evaluation cycles
         # in order.
         .prefetch_related(
@@ -334,6 +372,24 @@ def outcome_out(run: Run) -> dict[str, Any] | None:
     }
 
 
+def recipe_of(run: Run) -> dict[str, Any] | None:
+    try:
+        replay = run.replay  # runs_of selects it with its recipe and versions
+    except Replay.DoesNotExist:
+        return None
+    saved = replay.cost_saved_usd
+    return {
+        "recipe_id": replay.recipe.public_id,
+        "version": replay.version.number,
+        "parameters": replay.parameters,
+        "replayed_steps": replay.replayed_steps,
+        "healed_from_step": replay.healed_from_step,
+        "why_healed": replay.why_healed or None,
+        "cost_saved_usd": format(saved.normalize(), "f") if saved is not None else None,
+        "proposed_version": replay.proposed_version.number if replay.proposed_version else None,
+    }
+
+
 def run_out(run: Run) -> dict[str, Any]:
     """A run as the API returns it (runs_of's prefetches keep a page of these at a fixed number of queries)."""
     judgments = list(run.judgments.all())
@@ -369,6 +425,7 @@ def run_out(run: Run) -> dict[str, Any]:
         "metadata": run.metadata,
         "pending_input": human.pending_input(run),
         "paused": run.is_paused,
+        "recipe": recipe_of(run),
         "created_at": run.created_at,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
@@ -448,7 +505,15 @@ def create_run(
     idempotency_key: str | None = Header(None, alias="Idempotency-Key"),  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
 ) -> Status[dict[str, Any]]:
     body = payload.model_dump(exclude_unset=True)
-    launched = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
+    if body.get("recipe_id") is not None:
+        launched = launch_replay(request.workspace, **body, idempotency_key=idempotency_key)
+    else:
+        if body.pop("parameters", None) is not None:
+            raise InvalidRequest.of_field("parameters", "is taken only with recipe_id")
+        body.pop("recipe_id", None)
+        if body.get("task") is None:
+            raise InvalidRequest.of_field("task", "is required (unless recipe_id names a recipe to replay)")
+        launched = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
     if launched.replayed:
         response["Idempotent-Replayed"] = "true"
     return Status(201, run_out(reload(request, launched.run)))

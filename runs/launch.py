@@ -455,13 +455,15 @@ def launch_run(
     proxy_id: object = None,
     profile_id: object = None,
     save_profile: object = None,
+    fingerprinted: dict[str, object] | None = None,
 ) -> Launched:
     """Validate and create a run (and its session and outcome), and enqueue it once the transaction commits.
 
     Raises InvalidRequest, NotFound (session_id), Conflict (a session's schema) or ServiceUnavailable (the Models
     API, or the broker's Redis). With an idempotency_key, a retried launch in the same workspace with the same arguments gives the run the
     first one created, as `replayed`; other arguments are IdempotencyKeyReused; a key is forgotten
-    IDEMPOTENCY_KEY_HOURS after use.
+    IDEMPOTENCY_KEY_HOURS after use. `fingerprinted`: what else the caller launched from, in the key's fingerprint (a
+    replay's recipe and parameters).
     """
     idempotency_key = clean_idempotency_key(idempotency_key)
     later_arguments = {
@@ -480,6 +482,7 @@ def launch_run(
             # Arguments added since keys were first fingerprinted count only when given, so a retried launch without
             # them keeps the fingerprint it had.
             **{name: value for name, value in later_arguments.items() if value is not None},
+            **(fingerprinted or {}),
         )  # fmt: skip
         existing = idempotent_replay(workspace, idempotency_key, fingerprint)
         if existing is not None:

@@ -15,6 +15,7 @@ KNOWN_TYPES = frozenset(
     {
         "run.started", "run.waiting", "agent.message", "agent.tool_use", "agent.tool_result", "agent.usage", "agent.final_view",
         "run.finished", "run.judged", "span.outcome_evaluation_start", "span.outcome_evaluation_end",
+        "agent.target", "recipe.step", "recipe.healing",
     }
 )  # fmt: skip
 # A tool result that starts with this is the runtime refusing a done whose data broke the output schema.

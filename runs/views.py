@@ -42,6 +42,7 @@ from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_sc
 from .lifecycle import request_cancel
 from .models import UUID_ID, Event, Proxy, Run, RunInput, Session
 from .profiles.models import Profile
+from .recipes.models import Replay
 from .screenshots import content_type, storage_path
 
 
@@ -294,6 +295,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
             "cost_percent": presenters.percent_of(run.cost_usd, run.max_cost_usd),
             "session_runs": run.session.runs.count(),
             "run_files": files_of_run(run),
+            "replay": Replay.objects.filter(run=run).select_related("recipe", "version").first(),
             **person_context(run),
             "live_config": {
                 "socket": f"/ws/runs/{run.public_id}/",

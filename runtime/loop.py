@@ -568,8 +568,16 @@ class AgentLoop:
             ), None
         self.state_stale = True
         self.last_url = self.current_url()
+        self.note_step(use, cast(dict[str, Any], block))
         # A page may echo a secret the agent typed: the model sees the placeholder again.
         return mask(block, self.run.secrets), self.toolset.last_screenshot_url
+
+    def note_step(self, use: BetaToolUseBlock, block: dict[str, Any]) -> None:
+        """An action that worked: what it acted on and the page it left, as an `agent.target` event, from which a
+        recipe is made later (runs.recipes)."""
+        step = self.toolset.take_step()
+        if step is not None and not block.get("is_error"):
+            self.record.event("agent.target", mask({"tool_use_id": use.id, **step}, self.run.secrets))
 
     def recover(self, crash: BrowserCrashed) -> tuple[str, str]:
         """A tab that crashed or a browser that exited is not the agent's failure: the run goes on in a fresh tab of

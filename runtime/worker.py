@@ -34,12 +34,14 @@ from agent_platform.llm import client
 from runs import handover, lifecycle
 from runs.events import pusher
 from runs.models import Run
+from runs.recipes.models import Replay
 from runs.secret_box import SecretsUnavailable, unseal
 from runtime import checkpoint, drain
 from runtime.browser.host import BrowserHost
 from runtime.browser.reaper import reap_orphans
 from runtime.loop import AgentLoop
 from runtime.prompts import done_tool
+from runtime.replay import ReplayLoop
 from runtime.sign_in import SignInSession
 
 log = logging.getLogger(__name__)
@@ -234,10 +236,15 @@ def execute_claimed(run: Run, *, worker: str, continued: bool = False) -> None:
             except SecretsUnavailable as error:
                 lifecycle.finish(run, Run.Status.FAILED, error_code="", error_message=str(error))
                 return
+            resumption = checkpoint.resumption(run) if continued else None
             if run.kind == Run.Kind.SIGN_IN:
                 SignInSession(run, browser_host).execute()  # no agent: the operator drives, then saves
+            elif (replay := Replay.objects.filter(run=run).select_related("recipe", "version").first()) is not None:
+                # the recipe's steps, the agent only if one fails
+                ReplayLoop(
+                    run, browser_host, replay, worker=worker, continued=continued, resumption=resumption
+                ).execute()
             else:
-                resumption = checkpoint.resumption(run) if continued else None
                 AgentLoop(run, browser_host, worker=worker, continued=continued, resumption=resumption).execute()
         finally:
             ended = Run.objects.filter(pk=run.pk).first()

@@ -48,7 +48,8 @@ class ScheduleIn(Schema):
     timezone: StrictStr = Field("UTC", description="The IANA time zone the cron line is read in.")
     run: dict[str, Any] = Field(
         description="The launch fields of POST /api/v1/runs each firing launches with (no session_id, no secrets), "
-        "checked now as a launch checks them.",
+        "checked now as a launch checks them; or recipe_id and parameters (with the other launch fields, but no "
+        "task, start_url or output_schema, which are the recipe's) to replay a recipe (docs/recipes.md).",
         examples=[RUN_EXAMPLE],
     )
     enabled: StrictBool = Field(True, description="Whether it fires; false creates it paused.")

@@ -32,7 +32,7 @@ class Schedule(models.Model):
     cron = models.CharField(max_length=200)
     timezone = models.CharField(max_length=64, default="UTC")
     # The launch fields of runs.launch.launch_run (task, start_url, model, output_schema, judge...), as the operator
-    # gave them; a recipe schedule will hold recipe_id and parameters here instead (issue 28, part 2).
+    # gave them; a recipe's schedule holds recipe_id and parameters instead of task, start_url and output_schema.
     run = models.JSONField(default=dict)
     enabled = models.BooleanField(default=True)
     consecutive_failures = models.PositiveIntegerField(default=0)

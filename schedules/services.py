@@ -17,6 +17,7 @@ from agent_platform.models import Workspace
 from runs.events import emit
 from runs.launch import launch_run
 from runs.models import Run
+from runs.recipes.services import launch_replay
 
 from . import validation
 from .cron import latest_slot
@@ -175,7 +176,8 @@ def fire(schedule_id: str, now: datetime) -> Firing | None:
             return None
         try:
             with transaction.atomic():
-                launched = launch_run(schedule.workspace, **schedule.run, created_by=schedule.created_by)
+                launch = launch_replay if "recipe_id" in schedule.run else launch_run
+                launched = launch(schedule.workspace, **schedule.run, created_by=schedule.created_by)
         except ServiceError as error:
             # The launch refused: the firing records why. A refusal that lasts (a model retired since, a cap
             # lowered) counts as a failure, so a schedule that can no longer launch pauses itself like one whose runs

@@ -9,6 +9,8 @@ from agent_platform.models import Workspace
 from runs import launch
 from runs.files import clean_file_ids
 from runs.judging.services import clean_judge_context
+from runs.recipes import services as recipe_services
+from runs.recipes import steps as recipe_steps
 
 from .cron import CronError, parse, zone
 
@@ -25,6 +27,8 @@ SCHEDULABLE = frozenset(
 # Launch fields a schedule does not take: each firing starts its own session, and secrets would have to be kept in
 # clear between firings (not offered: docs/schedules.md).
 NOT_SCHEDULABLE = frozenset({"session_id", "secrets", "idempotency_key"})
+# A recipe's run: the recipe and its parameters instead of the task, start URL and schema, which are the recipe's.
+RECIPE_SCHEDULABLE = (SCHEDULABLE - {"task", "start_url", "output_schema"}) | {"recipe_id", "parameters"}
 
 
 def clean_name(name: object) -> str:
@@ -56,14 +60,23 @@ def clean_run(workspace: Workspace, run: object) -> dict[str, Any]:
     """The launch fields, each checked as launch_run checks it; errors name the field as run.<field>."""
     if not isinstance(run, dict):
         raise InvalidRequest.of_field("run", "must be an object of launch fields (task, start_url, model...)")
-    allowed = SCHEDULABLE
+    replays = "recipe_id" in run
+    allowed = RECIPE_SCHEDULABLE if replays else SCHEDULABLE
     for key in run:
         if key not in allowed:
-            why = "is not taken by a schedule" if key in NOT_SCHEDULABLE else "is not a launch field"
+            if key in NOT_SCHEDULABLE:
+                why = "is not taken by a schedule"
+            elif replays and key in SCHEDULABLE:
+                why = "is the recipe's, not given with recipe_id"
+            else:
+                why = "is not a launch field"
             raise InvalidRequest.of_field(f"run.{key}", f"{why}; a schedule's run takes {', '.join(sorted(allowed))}")
     try:
-        launch.clean_task(run.get("task"))
-        launch.clean_start_url(run.get("start_url", ""))
+        if replays:
+            clean_recipe(workspace, run.get("recipe_id"), run.get("parameters"))
+        else:
+            launch.clean_task(run.get("task"))
+            launch.clean_start_url(run.get("start_url", ""))
         model = launch.clean_model(run.get("model"))
         launch.clean_max_turns(run.get("max_turns"))
         clean_judge_context(run.get("judge_context"))
@@ -85,6 +98,18 @@ def clean_run(workspace: Workspace, run: object) -> dict[str, Any]:
     except InvalidRequest as error:
         raise prefixed(error) from error
     return dict(run)
+
+
+def clean_recipe(workspace: Workspace, recipe_id: object, parameters: object) -> None:
+    """A recipe of the workspace, parameters it has, and no secret to type (a schedule keeps none)."""
+    recipe = recipe_services.find_recipe(workspace, recipe_id)
+    version = recipe.current()
+    recipe_services.replay_parameters(version, parameters)
+    needed = recipe_steps.secrets_in(version.steps)
+    if needed:
+        raise launch.invalid(
+            "recipe_id", f"the recipe types secrets ({', '.join(sorted(needed))}), which a schedule cannot keep"
+        )
 
 
 def prefixed(error: InvalidRequest) -> InvalidRequest:

@@ -76,6 +76,7 @@ from runtime.browser.parsing import (
     rank_snapshot_lines,
     value_text,
 )
+from runtime.browser.targets import describe, describe_focused, locate, structure_fingerprint
 
 READ_PAGE_MAX_CHARS = 50_000  # the tool's documented cap
 
@@ -96,6 +97,11 @@ NAVIGATION_TIMEOUT_MS = 30_000
 
 
 SCROLL_PIXELS_PER_NOTCH = 100
+
+
+# The member a click was, by (button, click count), as take_step names it.
+CLICK_MEMBERS = {("left", 1): "left_click", ("left", 2): "double_click", ("left", 3): "triple_click"}
+CLICK_MEMBERS |= {("right", 1): "right_click"}
 
 
 MAX_WAIT_SECONDS = 30.0
@@ -170,6 +176,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self._tabs: dict[str, Page] = {}
         self._watches: dict[Page, NavigationWatch] = {}
         self._snapshot: tuple[Page, str, str] | None = None  # (tab, url, aria snapshot) of the turn's last read
+        # What the last acting member acted on and where it left the page (take_step), for a recipe made later
+        self._target: dict[str, Any] | None = None
+        self._step: dict[str, Any] | None = None
         self._next_tab = 1
         self._active: str | None = None
         self._changes: list[Any] = []
@@ -206,8 +215,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     @property
     def last_snapshot(self) -> str | None:
-        """The accessibility snapshot the last read_page or find took of the active tab, while no other member has
-        touched a tab since (every member goes through `_page`, which forgets it); None otherwise."""
+        """The accessibility snapshot the last read_page or find took of the active tab, or the one an action took of
+        the page it left (for its recipe step's checkpoint), while no other member has touched a tab since (every
+        member goes through `_page`, which forgets it); None otherwise."""
         if self._snapshot is None:
             return None
         page, url, snapshot = self._snapshot
@@ -216,6 +226,88 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     def _remember(self, page: Page, snapshot: str) -> None:
         self._snapshot = (page, page.url, snapshot)
+
+    def take_step(self) -> dict[str, Any] | None:
+        """What the last member call that acts on the page did, once: {member, target, url, fingerprint}, the target
+        as it was resolved when it acted (runtime.browser.targets.describe; None for a coordinate or no element),
+        the URL and structure fingerprint it left. None after a read or a failed action."""
+        step, self._step = self._step, None
+        return step
+
+    async def _aim(self, page: Page, ref: str | None) -> None:
+        """Before an action on the element `ref` names: what it points to, kept for take_step (the element may be gone
+        after). None for an action on a coordinate."""
+        self._step = None
+        if ref is None:
+            self._target = None
+            return
+        ref = normalize_ref(ref)
+        self._target = await describe(page, self._locator(page, ref), in_frame=ref.startswith("f"))
+
+    async def _acted(self, member: str, page: Page) -> None:
+        """After an action that succeeded: the step take_step gives, with the page it left (the active tab's)."""
+        now = self.active_page() or page
+        try:
+            # read_page's snapshot: remembered, so the loop's page fingerprint after the turn costs no second one
+            snapshot = await now.aria_snapshot(mode="ai", depth=READ_PAGE_DEFAULT_DEPTH, timeout=ACTION_TIMEOUT_MS)
+        except PlaywrightError:
+            snapshot = ""
+        else:
+            self._remember(now, snapshot)
+        self._step = {
+            "member": member,
+            "target": self._target,
+            "url": now.url,
+            "fingerprint": structure_fingerprint(now.url, snapshot),
+        }
+        self._target = None
+
+    async def replay(self, member: str, target: dict[str, Any] | None, value: Any) -> str | None:
+        """One recipe step without the model: the element `target` names found by role and accessible name (never
+        by ref), then the same action the member does. Returns why the step could not be done (its target is not on
+        the page), or None; a failing action raises as the member's would."""
+        page = await self._page(None)
+        locator = None
+        if target is not None:
+            locator = await locate(page, target)
+            if locator is None:
+                return "its target is not on the page"
+        self._target = target
+        if member == "navigate":
+            await self._goto(page, str(value))
+        elif member in ("left_click", "double_click", "triple_click", "right_click"):
+            if locator is None:
+                return "it has no target"
+            count = {"double_click": 2, "triple_click": 3}.get(member, 1)
+            button = "right" if member == "right_click" else "left"
+            await settled(self._watch(page), locator.click(button=button, click_count=count))  # type: ignore[arg-type]
+        elif member == "hover":
+            if locator is None:
+                return "it has no target"
+            await locator.hover()
+        elif member == "scroll_to":
+            if locator is None:
+                return "it has no target"
+            await locator.scroll_into_view_if_needed()
+        elif member == "type":
+            if locator is not None:
+                await locator.focus()
+            await page.keyboard.type(self._with_secrets(str(value), page.url))
+        elif member == "key":
+            if locator is not None:
+                await locator.focus()
+            presses = [playwright_key_chord(chord) for chord in str(value).split()]
+            await settled(self._watch(page), press_keys(page, presses, 1))
+        elif member == "form_input":
+            if locator is None:
+                return "it has no target"
+            await self._set_value(page, locator, value)
+        elif member == "wait":
+            await asyncio.sleep(max(0.0, min(float(value or 0), MAX_WAIT_SECONDS)))
+        else:
+            return f"{member} is not a step a recipe replays"
+        await self._acted(member, page)
+        return None
 
     async def page_fingerprint(self) -> str:
         """A short hash of the active tab's URL and accessibility tree, to detect a page that stopped changing.
@@ -437,10 +529,14 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
                 self._navigating = False
             if response is None and word != "reload":
                 raise ToolError(f"There is no page to go {word} to.")
+            self._step = None  # back and forward depend on the history: not a step a recipe keeps
             return BetaBrowserNavigateResult(
                 url=page.url, title=await self._title(page), status=response.status if response else None
             )
-        return await self._goto(page, input.url)
+        self._target = None
+        result = await self._goto(page, input.url)
+        await self._acted("navigate", page)
+        return result
 
     async def _goto(self, page: Page, url: str) -> BetaBrowserNavigateResult:
         target = normalize_url(url)
@@ -554,6 +650,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         page = await self._page(input.tab_id)
         modifiers = parse_chord(input.modifiers) if input.modifiers else []
         target = input.target
+        await self._aim(page, target.ref if target.type == "ref" else None)
         if target.type == "ref":
             action = self._locator(page, target.ref).click(
                 button=button,  # type: ignore[arg-type]
@@ -563,6 +660,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         else:
             action = click_at(page, target.x, target.y, button=button, click_count=click_count, modifiers=modifiers)
         await settled(self._watch(page), action)
+        await self._acted(CLICK_MEMBERS[button, click_count], page)
         return None
 
     async def left_click(self, context: BetaToolsetCallContext, input: BetaBrowserLeftClickInput) -> str | None:
@@ -580,14 +678,19 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     async def hover(self, context: BetaToolsetCallContext, input: BetaBrowserHoverInput) -> str | None:
         page = await self._page(input.tab_id)
         if input.target.type == "ref":
+            await self._aim(page, input.target.ref)
             await self._locator(page, input.target.ref).hover()
         else:
+            await self._aim(page, None)
             await page.mouse.move(input.target.x, input.target.y)
+        await self._acted("hover", page)
         return None
 
     async def type(self, context: BetaToolsetCallContext, input: BetaBrowserTypeInput) -> str | None:
         page = await self._page(input.tab_id)
+        self._step, self._target = None, await describe_focused(page)
         await page.keyboard.type(self._with_secrets(input.text, page.url))
+        await self._acted("type", page)
         return None
 
     def _with_secrets(self, text: str, url: str) -> str:
@@ -603,17 +706,26 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         presses = [playwright_key_chord(chord) for chord in input.text.split()]
         if not presses:
             raise ToolError("No key was given.")
+        self._step, self._target = None, await describe_focused(page)
         await settled(self._watch(page), press_keys(page, presses, max(1, input.repeat or 1)))
+        if not input.repeat or input.repeat == 1:
+            await self._acted("key", page)  # a repeated press is not a step a recipe keeps
         return None
 
     async def form_input(self, context: BetaToolsetCallContext, input: BetaBrowserFormInputInput) -> str | None:
         page = await self._page(input.tab_id)
         locator = self._locator(page, input.target.ref)
+        await self._aim(page, input.target.ref)
+        await self._set_value(page, locator, input.value)
+        await self._acted("form_input", page)
+        return None
+
+    async def _set_value(self, page: Page, locator: Locator, value: Any) -> None:
+        """form_input's setting of one field: a box checked, an option selected, or text filled."""
         kind = await locator.evaluate(
             "el => el.tagName === 'SELECT' ? 'select' : (el.type === 'checkbox' || el.type === 'radio'"
             " || ['checkbox', 'radio', 'switch'].includes(el.getAttribute('role'))) ? 'check' : 'fill'"
         )
-        value = input.value
         if kind == "check":
             await locator.set_checked(as_bool(value))
         elif kind == "select":
@@ -624,7 +736,6 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
                 await locator.select_option(label=text)
         else:
             await locator.fill(self._with_secrets(value_text(value), page.url))
-        return None
 
     async def scroll(self, context: BetaToolsetCallContext, input: BetaBrowserScrollInput) -> str | None:
         page = await self._page(input.tab_id)
@@ -638,7 +749,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     async def scroll_to(self, context: BetaToolsetCallContext, input: BetaBrowserScrollToInput) -> str | None:
         page = await self._page(input.tab_id)
+        await self._aim(page, input.target.ref)
         await self._locator(page, input.target.ref).scroll_into_view_if_needed()
+        await self._acted("scroll_to", page)
         return None
 
     async def file_upload(self, context: BetaToolsetCallContext, input: BetaBrowserFileUploadInput) -> str | None:

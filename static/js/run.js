@@ -190,6 +190,18 @@
       case "agent.final_view":
         item = compact(event, "Final view" + (d.url ? " · " + d.url : "") + (d.title ? " · " + d.title : ""));
         break;
+      case "agent.target":
+        item = compact(
+          event,
+          "Acted on " + (d.target ? d.target.role + " '" + d.target.name + "'" : "a point of the page"),
+        );
+        break;
+      case "recipe.step":
+        item = compact(event, "Recipe step " + d.step + " · " + d.line + (d.done ? "" : " · not done: " + d.why));
+        break;
+      case "recipe.healing":
+        item = compact(event, "Healing from step " + d.step + ": " + d.why + " · the agent takes over");
+        break;
       case "run.finished":
         item = el("li", "ev ev-finished");
         item.appendChild(meta(event, "Run finished"));
@@ -265,6 +277,9 @@
     "context.compacted": 1,
     "run.started": 1,
     "agent.final_view": 1,
+    "agent.target": 1,
+    "recipe.step": 1,
+    "recipe.healing": 1,
     "browser.restarted": 1,
     "run.worker_lost": 1,
     "run.handed_over": 1,

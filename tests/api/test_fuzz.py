@@ -23,6 +23,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from runs.models import Run
+from runs.recipes.models import Recipe, RecipeVersion
 from tests.support.factories import make_run
 
 CHECKS = [
@@ -45,6 +46,9 @@ ACCEPTANCE_NOT_CHECKED = {
     "POST /api/v1/webhooks/endpoints",
     "POST /api/v1/schedules",
     "PATCH /api/v1/schedules/{schedule_id}",
+    # a recipe's steps decide: a run with no replayable action, a value no step typed, a parameter it does not have
+    "POST /api/v1/runs/{run_id}/recipe",
+    "PATCH /api/v1/recipes/{recipe_id}",
 }
 EXAMPLES_PER_OPERATION_AND_MODE = 25
 
@@ -80,7 +84,16 @@ def test_openapi_document_validates(client):
 def test_no_input_gets_a_server_error(api_schema, acme, acme_key):
     # Real rows, so the read paths past the 404 are exercised too: generated ids are replaced by these now and then.
     finished = make_run(acme, status=Run.Status.SUCCEEDED)
-    known_ids = {"run_id": finished.public_id, "session_id": finished.session.public_id}
+    recipe = Recipe.objects.create(workspace=acme, name="Contact", task="Send it as {{name}}.", source_run=finished)
+    RecipeVersion.objects.create(
+        recipe=recipe, number=1, steps=[{"action": "navigate", "value": "https://shop.example.com/"}],
+        parameters=[{"name": "name", "default": "Ada"}],
+    )  # fmt: skip
+    known_ids = {
+        "run_id": finished.public_id,
+        "session_id": finished.session.public_id,
+        "recipe_id": recipe.public_id,
+    }
     # Through schemathesis' own auth, so it knows the key is not part of a negative case.
     api_schema.config.auth = AuthConfig(openapi={"ApiKeyAuth": {"bearer": acme_key}})
     # Every string the API stores refuses NUL (docs/api.md); the document does not repeat it on each string.

@@ -138,9 +138,10 @@ def test_every_turn_reaches_the_record_in_order_with_its_live_view_image(
         assert url.endswith(".jpg"), result.payload
         run_id, name = url.rstrip("/").split("/")[-3], url.rstrip("/").split("/")[-1]
         assert (runtime_worker.media_root / storage_path(run_id, name)).read_bytes().startswith(b"\xff\xd8\xff")
-    # each turn's usage comes first in its record, then what the reply did
+    # each turn's usage comes first in its record, then what the reply did (an action's target, for recipes, before
+    # its result)
     first_turn = types[types.index("agent.usage") : types.index("agent.tool_result") + 1]
-    assert first_turn == ["agent.usage", "agent.tool_use", "agent.tool_result"]
+    assert first_turn == ["agent.usage", "agent.tool_use", "agent.target", "agent.tool_result"]
     assert run.signals["turns"] == 4
     page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
     assert all(result.payload["screenshot_url"] in page for result in results[:4])

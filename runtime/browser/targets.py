@@ -1,0 +1,144 @@
+"""What an action's element is, in terms a page change cannot silently redirect (role, accessible name, frame, nth
+among the same role and name), found again with Playwright's role locators; and a page's structure fingerprint.
+
+A ref (`e14`) is only valid for the snapshot that printed it, and a coordinate for one layout: a recipe made from a
+run keeps what the ref pointed to when the agent acted, so a replay finds the element the same way a person would
+describe it ("the button 'Send message'"), or finds nothing and says so."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Frame, Locator, Page
+
+# How long a replay waits for a step's element to be there (a page still rendering), and an action on it.
+FIND_TIMEOUT_MS = 5_000
+# The first line of an element's own aria snapshot: its role, then its accessible name when it has one.
+ELEMENT_LINE = re.compile(r'^- ([a-z]+)(?: ("(?:[^"\\]|\\.)*"))?')
+ROLE_OF_ANY_LINE = re.compile(r"^(\s*)- ([a-z]+)")
+# Roles Playwright's get_by_role cannot find: an element that has only these is not a target a replay can find.
+UNFINDABLE_ROLES = frozenset({"generic", "text", "none", "presentation"})
+
+
+def element_line(snapshot: str) -> tuple[str, str] | None:
+    """(role, name) from an element's own aria snapshot (mode "ai"); name is "" when it has none."""
+    first = snapshot.strip().splitlines()[0] if snapshot.strip() else ""
+    match = ELEMENT_LINE.match(first)
+    if match is None:
+        return None
+    role, quoted = match.group(1), match.group(2)
+    if quoted is None:
+        return role, ""
+    try:
+        name = json.loads(quoted)
+    except ValueError:
+        name = quoted[1:-1]
+    return role, str(name)
+
+
+def structure_of(snapshot: str) -> str:
+    """A page's aria snapshot reduced to its shape: each line's depth and role, without names, values or text.
+
+    What an operator types, and what the page echoes of it ("Thank you, Ada!"), changes names and text but not the
+    page's shape; another page, a missing field or an error list changes the shape."""
+    lines = []
+    for line in snapshot.splitlines():
+        match = ROLE_OF_ANY_LINE.match(line)
+        if match is not None:
+            lines.append(f"{len(match.group(1))}:{match.group(2)}")
+    return "\n".join(lines)
+
+
+def structure_fingerprint(url: str, snapshot: str) -> str:
+    """A short hash of a page's URL and shape (structure_of): a recipe step's checkpoint."""
+    return hashlib.sha256(f"{url}\n{structure_of(snapshot)}".encode()).hexdigest()[:16]
+
+
+def frame_of(frame: Frame) -> dict[str, str] | None:
+    """How a step names its frame: None for the page's own document, else the frame's name and URL."""
+    if frame.parent_frame is None:
+        return None
+    return {"name": frame.name, "url": frame.url}
+
+
+async def describe(page: Page, locator: Locator, *, in_frame: bool = False) -> dict[str, Any] | None:
+    """What `locator` (an aria ref, as the agent named it) points to now: {role, name, nth, frame}, or None when it
+    is no element a role locator finds again (no role, or the accessible names disagree). `in_frame`: the ref is a
+    child frame's (`f1e3`); a page's own refs (`e3`) are in its main frame.
+
+    Its cost is on every action of every run, so the common case takes two round trips: the element's own snapshot,
+    and how many elements have its role and name; only when there are several is the element's index among them
+    looked up."""
+    try:
+        described = element_line(await locator.aria_snapshot(mode="ai", depth=1, timeout=FIND_TIMEOUT_MS))
+        if described is None or described[0] in UNFINDABLE_ROLES:
+            return None
+        role, name = described
+        handle = None
+        frame: Frame | None = page.main_frame
+        if in_frame:
+            handle = await locator.element_handle(timeout=FIND_TIMEOUT_MS)
+            frame = await handle.owner_frame()
+        if frame is None:
+            return None
+        found = by_role(frame, role, name)
+        count = await found.count()
+        nth: Any = 0
+        if count == 0:
+            return None
+        if count > 1:
+            handle = handle or await locator.element_handle(timeout=FIND_TIMEOUT_MS)
+            nth = await found.evaluate_all("(found, element) => found.indexOf(element)", handle)
+    except PlaywrightError:
+        return None
+    if not isinstance(nth, int) or nth < 0:
+        return None
+    return {"role": role, "name": name, "nth": nth, "frame": frame_of(frame)}
+
+
+async def describe_focused(page: Page) -> dict[str, Any] | None:
+    """The element that has the keyboard's focus in the page's own document (what `type` and `key` act on),
+    described as `describe` does."""
+    focused = page.locator("*:focus")
+    try:
+        if await focused.count() != 1:
+            return None
+    except PlaywrightError:
+        return None
+    return await describe(page, focused)
+
+
+def by_role(frame: Frame | Page, role: str, name: str) -> Locator:
+    if name:
+        return frame.get_by_role(role, name=name, exact=True)  # type: ignore[arg-type]
+    return frame.get_by_role(role)  # type: ignore[arg-type]
+
+
+def find_frame(page: Page, described: dict[str, str] | None) -> Frame | None:
+    if not described:
+        return page.main_frame
+    for frame in page.frames:
+        if described.get("name") and frame.name == described["name"]:
+            return frame
+    for frame in page.frames:
+        if frame.url == described.get("url"):
+            return frame
+    return None
+
+
+async def locate(page: Page, target: dict[str, Any]) -> Locator | None:
+    """The element a step's target names, on the page as it is now, waiting a little for it to appear; None when it
+    is not there."""
+    frame = find_frame(page, target.get("frame"))
+    if frame is None:
+        return None
+    locator = by_role(frame, str(target["role"]), str(target.get("name") or "")).nth(int(target.get("nth") or 0))
+    try:
+        await locator.wait_for(state="attached", timeout=FIND_TIMEOUT_MS)
+    except PlaywrightError:
+        return None
+    return locator
