@@ -1,7 +1,7 @@
 """Take the README's screenshots from the real app: `make run`'s whole stack on a scratch data directory, the
 bundled demo tasks (seeded on first start with the scripted model), and Chromium driven by Playwright.
 
-    .venv/bin/python scripts/screenshots.py            # writes docs/img/{runs-list,launch-form,run-page,usage,schedules,...}.png
+    .venv/bin/python scripts/screenshots.py            # writes docs/img/{runs-list,launch-form,run-page,usage,schedules,recipe,...}.png
     .venv/bin/python scripts/screenshots.py batch-page # only docs/img/batch-page.png (a batch of the demo tasks)
 
 REDIS_URL, BROWSER_EXECUTABLE and the rest are read from the environment as `make run` reads them.
@@ -147,6 +147,7 @@ def take(base: str, demo_base: str, password: str, only: set[str] | None = None)
         waiting_for_person(page, base)
         profiles(page, base)
         schedules(page, base, demo_base)
+        recipe(page, base)
 
         page.goto(f"{base}/runs/new/")
         page.get_by_role("button", name=re.compile("graded against a rubric")).click()
@@ -198,6 +199,38 @@ def profiles(page: Page, base: str) -> None:
             break
         time.sleep(2)
     page.screenshot(path=str(OUT / "profiles.png"))
+
+
+def recipe(page: Page, base: str) -> None:
+    """A recipe made from a demo contact-form run (its name and email as parameters), replayed once with another name:
+    its steps, parameters, version and the run made from it."""
+    page.goto(f"{base}/runs/new/")
+    page.get_by_role("button", name=re.compile("Demo shop: contact form")).first.click()
+    page.get_by_role("button", name="Launch run").click()
+    page.wait_for_url(re.compile(r".*/runs/run_[a-z0-9]+/$"))
+    run_page = page.url
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not page.locator("#make-recipe").count():
+        time.sleep(2)
+        page.goto(run_page)
+    page.locator("#make-recipe summary").click()
+    page.fill("#id_recipe_name", "Ask the shop how to return an item")
+    page.fill("#id_recipe_parameters", "customer_name = Ada Lovelace\ncustomer_email = ada@example.com")
+    page.locator("#make-recipe-form button").click()
+    page.wait_for_url(re.compile(r".*/recipes/rcp_[a-z0-9]+/$"))
+    recipe_page = page.url
+    page.fill("#param-customer_name", "Grace Hopper")
+    page.fill("#param-customer_email", "grace@example.com")
+    page.locator("#recipe-parameters button").click()
+    page.goto(recipe_page)
+    page.locator("#recipe-replay button").click()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        page.goto(recipe_page)
+        if page.locator("#recipe-runs .badge.st-succeeded, #recipe-runs .badge.st-failed").count():
+            break
+        time.sleep(2)
+    page.screenshot(path=str(OUT / "recipe.png"), full_page=True)
 
 
 def schedules(page: Page, base: str, demo_base: str) -> None:
