@@ -25,7 +25,7 @@ from tests import messages_stub as stub_fixtures
 from tests.support.launching import events, wait_for
 from tests.support.paths import REPO
 from tests.support.processes import chromium_pids, command_line, descendants, group_alive, group_members, stat
-from tests.support.replies import browser, done
+from tests.support.replies import HeldReply, browser, done
 from tests.support.sites import free_port
 from tests.support.workers import worker_environment
 
@@ -50,19 +50,6 @@ def celery_workers(supervisor: int) -> list[int]:
         if process is not None and process.parent == supervisor and b"celery" in args and b"worker" in args:
             found.append(pid)
     return found
-
-
-class HeldReply:
-    """A reply held until the test lets it go."""
-
-    def __init__(self, reply: dict) -> None:
-        self.reply = reply
-        self.arrived, self.release = threading.Event(), threading.Event()
-
-    def __call__(self, request: dict) -> dict:
-        self.arrived.set()
-        self.release.wait(60)
-        return self.reply
 
 
 def get(url: str) -> int:

@@ -6,7 +6,6 @@ RUN_MAX_RECOVERIES times ends worker_lost."""
 
 import os
 import signal
-import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -23,7 +22,7 @@ from tests.support import sites
 from tests.support.factories import make_run
 from tests.support.launching import enqueue, events, finished, wait_for
 from tests.support.processes import chromium_pids
-from tests.support.replies import browser, done
+from tests.support.replies import HeldReply, browser, done
 from tests.support.sites import site_url
 from tests.support.workers import WorkerProcess, fault_worker_environment
 
@@ -64,21 +63,7 @@ def step_url(site: Any, step: int) -> str:
     return f"{site_url(site)}/runtime_shop.html?step={step}"
 
 
-class HeldRequest:
-    """A scripted model reply that holds its request until the test lets it go (the worker dies meanwhile, or is
-    told to stop), then answers `reply`."""
-
-    def __init__(self, reply: dict) -> None:
-        self.reply = reply
-        self.arrived, self.release = threading.Event(), threading.Event()
-
-    def __call__(self, request: dict) -> dict:
-        self.arrived.set()
-        self.release.wait(60)
-        return self.reply
-
-
-def script(site: Any, held_at: int, held: HeldRequest) -> list:
+def script(site: Any, held_at: int, held: HeldReply) -> list:
     """TURNS replies, each action with a thinking block the stub signs: navigate to step 1, 2, ... then done; the
     request `held_at` (1-based) is held."""
     replies: list = [
@@ -127,7 +112,7 @@ def test_a_run_whose_worker_is_killed_goes_on_on_another_worker_from_its_last_tu
     queue = f"fault-kill-{time.monotonic_ns()}"
     first = WorkerProcess(worker_env(tmp_path, "first"), tmp_path / "first.log", queues=queue).start()
     # the lost request's reply (never read: its worker is dead by then); the replacement comes next in the script
-    held = HeldRequest(browser("navigate", url=step_url(fault_site, 99)))
+    held = HeldReply(browser("navigate", url=step_url(fault_site, 99)))
     messages_stub.agent(*script(fault_site, LOST_AT + 1, held))
     run = enqueue(walk(acme, fault_site), queue=queue)
     browsers: list[int] = []
@@ -217,7 +202,7 @@ def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
     env = worker_env(tmp_path, "first", WORKER_DRAIN_SECONDS=str(DRAIN_SECONDS))
     first = WorkerProcess(env, tmp_path / "first.log", queues=queue).start()
     second = WorkerProcess(worker_env(tmp_path, "second"), tmp_path / "second.log", queues=queue).start()
-    held = HeldRequest(browser("navigate", url=step_url(fault_site, 3), thinking="Step 3: on to the next page."))
+    held = HeldReply(browser("navigate", url=step_url(fault_site, 3), thinking="Step 3: on to the next page."))
     replies = script(fault_site, 3, held)
     del replies[3]  # the held request answers the third step itself
     messages_stub.agent(*replies)

@@ -1,6 +1,7 @@
 """The agent's replies, as the Messages stub serves them, and what a test reads back from the runtime's requests."""
 
 import re
+import threading
 from typing import Any
 
 from scripted_api.wire import tool_use_reply
@@ -36,3 +37,17 @@ def on_field(role: str, name: str, make):
         return make({"type": "ref", "ref": ref_of(last_tool_result_text(request), role, name)})
 
     return reply
+
+
+class HeldReply:
+    """A scripted reply that holds its request until the test lets it go (its worker dies meanwhile, or is told to
+    stop), then answers `reply`."""
+
+    def __init__(self, reply: dict) -> None:
+        self.reply = reply
+        self.arrived, self.release = threading.Event(), threading.Event()
+
+    def __call__(self, request: dict) -> dict:
+        self.arrived.set()
+        self.release.wait(60)
+        return self.reply
