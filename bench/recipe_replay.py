@@ -5,8 +5,12 @@ runtime in this process (as a worker thread runs it), the demo site's own server
 threads, PostgreSQL and Redis as configured. The replay's steps are Playwright alone; its data is one extraction
 request, or none when its last page's text is the source run's.
 
+The scripted model answers in about a millisecond, so a source run's wall time here is nearly all browser. With
+`--model-seconds S` every model reply (the agent's and the extraction's) waits S seconds first, as a real model takes
+seconds to answer: an assumption, stated beside the numbers, not a measurement of the API.
+
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench REDIS_URL=redis://127.0.0.1:6379/8 \\
-        .venv/bin/python bench/recipe_replay.py [--replays 3]
+        .venv/bin/python bench/recipe_replay.py [--replays 3] [--model-seconds 2]
 """
 
 from __future__ import annotations
@@ -130,6 +134,17 @@ def typed_name(source: Run) -> dict[str, str]:
     return {"name": value}
 
 
+class Paced:
+    """The scripted model, answering each request after `seconds` (0: at once)."""
+
+    def __init__(self, model: Any, seconds: float) -> None:
+        self.model, self.seconds = model, seconds
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        time.sleep(self.seconds)
+        return self.model(request)
+
+
 def measure(
     preset: dict[str, Any], workspace: Any, replays: int, *, another_name: bool = False
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -165,14 +180,18 @@ def measure(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replays", type=int, default=3, help="replays of each recipe (their median is shown)")
+    parser.add_argument(
+        "--model-seconds", type=float, default=0.0, help="seconds each model reply waits first (a real model's time)"
+    )
     args = parser.parse_args()
 
     os.environ["BROWSER_ALLOWED_PRIVATE_HOSTS"] = "127.0.0.1"  # the demo site's ephemeral port
-    from scripted_api.demo import scripted_model_server
+    from scripted_api.demo import ScriptedDemoModel
+    from scripted_api.wire import WireServer
 
     with demo_site() as demo:
         site = demo.url
-        model = scripted_model_server(demo_base_url=site).start()
+        model = WireServer(Paced(ScriptedDemoModel(site), args.model_seconds)).start()
         try:
             _runtime.configure(model.base_url)  # before Django reads its settings: the model's address
             demo.serve()
@@ -184,7 +203,8 @@ def main() -> None:
             contact = next(preset for preset in presets if TASKS[preset["label"]] == "contact form")
             scenarios = [(TASKS[preset["label"]], preset, False) for preset in presets]
             scenarios.append(("contact form, another name", contact, True))
-            print(header("Recipe replay against its source run (demo tasks, scripted model)"))
+            paced = f", each model reply after {args.model_seconds:g} s" if args.model_seconds else ""
+            print(header(f"Recipe replay against its source run (demo tasks, scripted model{paced})"))
             rows = []
             for label, preset, another_name in progress(scenarios, len(scenarios), "tasks"):
                 source, replays = measure(preset, workspace, args.replays, another_name=another_name)
@@ -202,6 +222,8 @@ def main() -> None:
                         f"{source['cost']:.6f} / {cost:.6f}",
                         f"{saved:.1f}%",
                         f"{source['seconds']:.2f} / {seconds:.2f}",
+                        f"{replay['tokens'] / source['tokens']:.1%}" if source["tokens"] else "n/a",
+                        f"{seconds / source['seconds']:.2f}x",
                         "none" if all(r["healed"] is None for r in replays) else "yes",
                     ]
                 )
@@ -216,6 +238,8 @@ def main() -> None:
                         "cost $",
                         "cost saved",
                         "wall s",
+                        "replay tokens (target <= 5%)",
+                        "replay time (target < 0.33x)",
                         "healed",
                     ],
                     rows,
