@@ -201,7 +201,8 @@ def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
     queue = f"fault-drain-{time.monotonic_ns()}"
     env = worker_env(tmp_path, "first", WORKER_DRAIN_SECONDS=str(DRAIN_SECONDS))
     first = WorkerProcess(env, tmp_path / "first.log", queues=queue).start()
-    second = WorkerProcess(worker_env(tmp_path, "second"), tmp_path / "second.log", queues=queue).start()
+    # started once the first holds the run, so the run's own message can only have gone to the first
+    second = WorkerProcess(worker_env(tmp_path, "second"), tmp_path / "second.log", queues=queue)
     held = HeldReply(browser("navigate", url=step_url(fault_site, 3), thinking="Step 3: on to the next page."))
     replies = script(fault_site, 3, held)
     del replies[3]  # the held request answers the third step itself
@@ -210,6 +211,7 @@ def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
     browsers: list[int] = []
     try:
         assert held.arrived.wait(90), "the run never reached its third request"
+        second.start()
         browsers = chromium_pids(first.process.pid)
         # a deploy: the worker's main process told to stop (Celery's warm shutdown), as an orchestrator does
         first.process.send_signal(signal.SIGTERM)
@@ -222,7 +224,8 @@ def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
     finally:
         held.release.set()
         first.stop()
-        second.stop()
+        if second.process is not None:
+            second.stop()
         kill_browsers(browsers)
 
     assert exited_after < DRAIN_SECONDS, "the worker handed over its turn and exited before the drain deadline"

@@ -18,7 +18,12 @@ from tests.support.factories import make_run
 # Prometheus endpoint (its own bearer token: tests/observability) and the bundled demo site, which the agent's browser
 # visits without a login.
 PUBLIC_PREFIXES = ("login/", "logout/", "api/", "admin/", "metrics", "demo/")
-PLACEHOLDER = re.compile(r"<(?:\w+:)?(\w+)>")
+PLACEHOLDER = re.compile(r"<(?:(\w+):)?(\w+)>")
+
+
+def placeholder(match: re.Match[str]) -> str:
+    """A value the route's converter accepts: a number for <int:...>, a name otherwise."""
+    return "1" if match.group(1) == "int" else f"x_{match.group(2)}"
 
 
 def operator_routes() -> list[str]:
@@ -33,7 +38,7 @@ def operator_routes() -> list[str]:
             if isinstance(pattern, URLResolver):
                 walk(pattern.url_patterns, route)
             elif isinstance(pattern, URLPattern):
-                found.append("/" + PLACEHOLDER.sub(lambda match: f"x_{match.group(1)}", route))
+                found.append("/" + PLACEHOLDER.sub(placeholder, route))
 
     walk(get_resolver().url_patterns, "")
     return found
