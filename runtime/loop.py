@@ -635,7 +635,13 @@ class AgentLoop:
                 old.close(), doing="close the lost context", timeout=BROWSER_SETUP_TIMEOUT_SECONDS, watched=False
             )
         try:
-            open_context(self.saved_state)
+            try:
+                open_context(self.saved_state)
+            except Exception:
+                # Runs sharing this host recover at once: one may be handed the Chromium that is still going down
+                # ("has been closed"); the host relaunches on the next context, so once more.
+                log.info("run %s: the fresh context failed; once more on a relaunched browser", self.run.public_id)
+                open_context(self.saved_state)
         except Exception as error:
             raise BrowserCrashed(f"{crash} A fresh browser could not be started: {first_line(error)}") from error
         if self.live is not None:
