@@ -4,7 +4,7 @@ PYTHON ?= $(shell for p in python3.12 python3.11 python3; do $$p -c 'import sys;
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-latest lock check-deploy check-js lint screenshots bench clean
+.PHONY: run test test-fast static-checks test-latest lock check-deploy check-js lint screenshots event-docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,10 @@ run: $(VENV)/.installed-run
 # (scripts/parallel_suites.py: REDIS_URL's number for PostgreSQL, the next one for SQLite).
 test: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 test: export REDIS_URL ?= redis://127.0.0.1:6379/9
-test: $(VENV)/.installed-test node_modules/.installed
+test: static-checks
+	$(BIN)/python scripts/parallel_suites.py sqlite:///$(CURDIR)/var/tests.sqlite3 $(PYTEST_ARGS)
+
+static-checks: $(VENV)/.installed-test node_modules/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
@@ -55,7 +58,14 @@ test: $(VENV)/.installed-test node_modules/.installed
 	$(MAKE) --no-print-directory check-js
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(MAKE) --no-print-directory check-deploy
-	$(BIN)/python scripts/parallel_suites.py sqlite:///$(CURDIR)/var/tests.sqlite3 $(PYTEST_ARGS)
+
+# The fast loop while working: the static checks, then the tests that start no worker, web server, Chromium or hosts
+# (tests/conftest.py marks a test by the fixtures it uses; `slow` ones wait on purpose), on PostgreSQL, without
+# coverage. `make test` still runs everything before a commit lands.
+test-fast: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+test-fast: export REDIS_URL ?= redis://127.0.0.1:6379/9
+test-fast: static-checks
+	$(BIN)/python -m pytest -q -m "not worker and not browser and not slow" $(PYTEST_ARGS)
 
 # The suite against the newest versions pyproject.toml's ranges allow, in a venv of its own without the lock, so an
 # upstream release that breaks us shows here before a user meets it. Prints which versions differ from the lock.
@@ -88,6 +98,10 @@ lint: $(VENV)/.installed-test node_modules/.installed
 
 screenshots: $(VENV)/.installed-test
 	$(BIN)/python scripts/screenshots.py
+
+# docs/events.md from the event-type registry (runs/event_types.py); a test fails while they disagree.
+event-docs: $(VENV)/.installed-run
+	$(BIN)/python scripts/event_docs.py
 
 # Benchmarks measure the platform's own cost on PostgreSQL + Redis; docs/benchmarks.md holds the results. Every
 # script of bench/ runs here (tests/foundation/test_bench_target.py checks it); _common.py, _runtime.py and make_fixtures.py are

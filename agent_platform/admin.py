@@ -1,6 +1,5 @@
 """Admin for workspaces, members, API keys, prices, and model requests with their totals and the billing view."""
 
-from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin
@@ -9,6 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import SimpleTemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+
+from agent_platform.lib.money import format_usd
 
 from .admin_billing import billing_view
 from .models import ApiKey, Membership, ModelRequest, Price, Workspace
@@ -27,7 +28,7 @@ class MembershipInline(admin.TabularInline):  # type: ignore[type-arg]  # generi
 class WorkspaceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the stubs only
     list_display = [
         "name", "slug", "default_max_cost_usd", "monthly_cost_cap_usd", "extraction_model",
-        "max_concurrent_runs", "max_queued_runs", "created_at",
+        "max_concurrent_runs", "max_queued_runs", "retention_days", "created_at",
     ]  # fmt: skip
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
@@ -61,17 +62,6 @@ class ApiKeyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the
             key.revoke()
 
 
-def dollars(value: Decimal | None) -> str:
-    """A price as people write it: $49.00, $0.30, $1.875 (cents always, more places only when they are used)."""
-    if value is None:
-        return "-"
-    amount = Decimal(str(value))
-    exponent = amount.normalize().as_tuple().exponent
-    # A finite amount's exponent is an int (the letters mark NaN and infinities, which prices never are).
-    places = max(2, -exponent) if isinstance(exponent, int) else 2
-    return f"${amount:,.{places}f}"
-
-
 # The app list beside every admin page takes a quarter of a laptop's width from the changelists; the index page
 # and the breadcrumbs already lead everywhere it does.
 admin.site.enable_nav_sidebar = False
@@ -97,16 +87,16 @@ class PriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the 
 
     @admin.display(description="input $/MTok", ordering="input_per_mtok")
     def input_price(self, obj: Price) -> str:
-        return dollars(obj.input_per_mtok)
+        return format_usd(obj.input_per_mtok)
 
     @admin.display(description="output $/MTok", ordering="output_per_mtok")
     def output_price(self, obj: Price) -> str:
-        return dollars(obj.output_per_mtok)
+        return format_usd(obj.output_per_mtok)
 
     @admin.display(description="cache $/MTok: write 5m · 1h · read")
     def cache_prices(self, obj: Price) -> str:
         written = (obj.cache_write_5m_per_mtok, obj.cache_write_1h_per_mtok, obj.cache_read_per_mtok)
-        return " · ".join(dollars(value) for value in written)
+        return " · ".join(format_usd(value) for value in written)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Price | None = None) -> list[str]:
         # A price some request was billed at is that request's history: change prices by adding a row with a later
@@ -159,7 +149,7 @@ class ModelRequestAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic 
     @admin.display(description="cost", ordering="cost_usd")
     def cost(self, obj: ModelRequest) -> str:
         # As money is written ($0.215), not the column's eight stored places: the list then fits beside its filters.
-        return dollars(obj.cost_usd.normalize() if obj.cost_usd is not None else None)
+        return format_usd(obj.cost_usd.normalize() if obj.cost_usd is not None else None)
 
     @admin.display(description="price", ordering="unpriced")
     def priced(self, obj: ModelRequest) -> str:

@@ -6,6 +6,7 @@ seconds, while the rollup holds a row per workspace, day, model, source and spee
 import csv
 from dataclasses import dataclass
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Any, TypedDict
 
 from django.contrib.admin import AdminSite
@@ -15,6 +16,8 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from . import meters
+from .lib.money import exact_usd
 from .models import ModelRequest, UsageDay, Workspace
 from .reports import Ledger, usage_by, usage_totals
 
@@ -35,6 +38,12 @@ class BillingFilters:
             # Months are calendar months of TIME_ZONE, whose dates the rollup's days are.
             queryset = queryset.filter(day__gte=self.month.replace(day=1), day__lt=next_month(self.month))
         return queryset
+
+    def span(self) -> tuple[datetime | None, datetime | None]:
+        """The instants of the month chosen (none: all time), for the meters."""
+        if self.month is None:
+            return None, None
+        return meters.day_start(self.month.replace(day=1)), meters.day_start(next_month(self.month))
 
     @property
     def month_param(self) -> str:
@@ -73,15 +82,38 @@ class BillingReport(TypedDict):
     scripted_totals: dict[str, Any]
     scripted_by_month: list[dict[str, Any]]
     scripted_by_day: list[dict[str, Any]]
+    # browser minutes and any other meter (agent_platform.meters), per workspace per month and per day, and the cost
+    # of everything together: real spend and the meters
+    metered_totals: list[dict[str, Any]]
+    metered_by_month: list[dict[str, Any]]
+    metered_by_day: list[dict[str, Any]]
+    total_cost_usd: Decimal
 
 
-def billing_report(queryset: Ledger, split: str, *, days: bool = True) -> BillingReport:
+def billing_report(
+    queryset: Ledger, split: str, *, days: bool = True, filters: BillingFilters | None = None
+) -> BillingReport:
     """The report of the rollup's rows (or of the requests themselves: the benchmark's reference); without `days`, no
-    per-day rows (the page of every month shows months)."""
+    per-day rows (the page of every month shows months). The meters are read for `filters` (default: everything)."""
     extra = [split] if split else []
     real, scripted = queryset.filter(scripted=False), queryset.filter(scripted=True)
+    workspace = filters.workspace if filters is not None else None
+    start, end = filters.span() if filters is not None else (None, None)
+    readings = meters.read(workspace, start, end)
+    metered_totals = meters.totals(readings)
+    totals = usage_totals(real)
+    used = {row.workspace_id for _meter, rows in readings for row in rows}
+    slugs = dict(Workspace.objects.filter(pk__in=used).values_list("pk", "slug")) if used else {}
+
+    def named(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**row, "workspace_slug": slugs.get(row["workspace_id"], "")} for row in rows]
+
     return BillingReport(
-        totals=usage_totals(real),
+        metered_totals=metered_totals,
+        metered_by_month=named(meters.grouped(readings, "month")),
+        metered_by_day=named(meters.grouped(readings, "day")) if days else [],
+        total_cost_usd=totals["cost_usd"] + meters.total_cost(metered_totals),
+        totals=totals,
         by_month=usage_by(real, ["workspace", "month", *extra], newest_first=True),
         by_day=usage_by(real, ["workspace", "day", *extra], newest_first=True) if days else [],
         scripted_totals=usage_totals(scripted),
@@ -103,7 +135,9 @@ def billing_csv(report: BillingReport, filters: BillingFilters) -> HttpResponse:
     writer = csv.writer(response)
     split_columns = [filters.split] if filters.split else []
     # The scripted demo model's rows follow the real ones, marked in a last column so no sum mixes them.
-    writer.writerow(["period", "date", "workspace", *split_columns, *METRICS, "scripted"])
+    # A meter's rows (browser minutes) follow, with the meter's name and quantity in the last two columns: the
+    # cost_usd of every day row adds up to everything billed.
+    writer.writerow(["period", "date", "workspace", *split_columns, *METRICS, "scripted", "meter", "quantity"])
     sections = (
         ("month", "by_month", "%Y-%m", False),
         ("day", "by_day", "%Y-%m-%d", False),
@@ -119,8 +153,26 @@ def billing_csv(report: BillingReport, filters: BillingFilters) -> HttpResponse:
                     row[period].strftime(fmt),
                     csv_safe(row["workspace_slug"]),
                     *(csv_safe(row[column]) for column in split_columns),
-                    *(row[metric] for metric in METRICS),
+                    *(exact_usd(row[metric]) if metric == "cost_usd" else row[metric] for metric in METRICS),
                     "true" if scripted else "false",
+                    "",
+                    "",
+                ]
+            )
+    for period, key, fmt in (("month", "metered_by_month", "%Y-%m"), ("day", "metered_by_day", "%Y-%m-%d")):
+        metered: list[dict[str, Any]] = report[key]  # type: ignore[literal-required]
+        for row in metered:
+            costs = [exact_usd(row["cost_usd"]) if metric == "cost_usd" else "" for metric in METRICS]
+            writer.writerow(
+                [
+                    period,
+                    row[period].strftime(fmt),
+                    csv_safe(row["workspace_slug"]),
+                    *("" for _ in split_columns),
+                    *costs,
+                    "false",
+                    row["meter"],
+                    row["quantity"],
                 ]
             )
     return response
@@ -136,7 +188,7 @@ def billing_view(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
     # Every day of every month is thousands of rows, too many to read on a page (and to render in 300 ms): the page
     # shows days one month at a time, the CSV every day asked for.
     days = csv_export or filters.month is not None
-    report = billing_report(filters.apply(UsageDay.objects.all()), filters.split, days=days)
+    report = billing_report(filters.apply(UsageDay.objects.all()), filters.split, days=days, filters=filters)
     if csv_export:
         return billing_csv(report, filters)
     months = UsageDay.objects.dates("day", "month", order="DESC")
@@ -159,6 +211,10 @@ def billing_view(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
         ]
         if report["scripted_totals"]["requests"]
         else [],
+        "metered_sections": [
+            ("Metered by month", "month", report["metered_by_month"]),
+            *([("Metered by day", "day", report["metered_by_day"])] if days else []),
+        ],
         "filters": filters,
         "workspaces": workspaces,
         "months": list(months),

@@ -20,7 +20,7 @@ from ninja.openapi.docs import _csrf_needed
 from ninja.parser import Parser
 from ninja.security import HttpBearer
 from ninja.throttling import AuthRateThrottle
-from pydantic import BeforeValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import BeforeValidator, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, JsonValue
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -353,6 +353,12 @@ def validation_message(error: dict[str, Any]) -> str:
     return str(error.get("msg", "invalid"))
 
 
+def advertised(**limits: JsonValue) -> Any:
+    """A field's limits shown in its JSON schema (the OpenAPI document, an MCP tool's input schema) without enforcing
+    them there: the service's own rule refuses the value, in the same words through every door (runs.launch_rules)."""
+    return Field(json_schema_extra=limits)
+
+
 def describe_validation_errors(errors: list[dict[str, Any]]) -> tuple[str, list[dict[str, str]]]:
     """One readable sentence naming the fields, and the per-field detail."""
     detail = []
@@ -435,11 +441,14 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 api.add_router("/", "runs.api.router")
 api.add_router("/", "runs.files_api.router")
-api.add_router("/", "runs.judging.api.router")
+api.add_router("/", "runs.share_api.router")
+api.add_router("/", "judge.api.router")
 api.add_router("/", "runs.proxy_api.router")
 api.add_router("/", "runs.profiles.api.router")
 api.add_router("/", "runs.recipes.api.router")
 api.add_router("/", "agent_platform.usage_api.router")
 api.add_router("/", "evals.api.router")
+api.add_router("/", "evals.suites_api.router")
 api.add_router("/", "webhooks.api.router")
 api.add_router("/", "schedules.api.router")
+api.add_router("/", "browsers.api.router")

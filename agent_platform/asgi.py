@@ -25,7 +25,12 @@ telemetry.configure(telemetry.WEB_SERVICE)
 
 # The wiring names the apps' routes by dotted path, as ROOT_URLCONF and the URLconf's include() name their URLs: the
 # platform package imports no app (agent_platform/ruff.toml).
-websocket_urlpatterns = import_string("runs.routing.websocket_urlpatterns")
+websocket_urlpatterns = [
+    *import_string("runs.routing.websocket_urlpatterns"),
+    *import_string("browsers.routing.console_urlpatterns"),
+]
+browser_cdp_urlpatterns = import_string("browsers.routing.websocket_urlpatterns")
+BROWSER_CDP_PREFIX = import_string("browsers.routing.CDP_PREFIX")
 mcp_app = import_string("mcp_server.endpoint.application")
 upload_too_large = import_string("runs.files.upload_too_large")
 MCP_PATH = "/mcp"
@@ -77,9 +82,19 @@ async def http_app(
     await app(scope, receive, send)
 
 
-application = ProtocolTypeRouter(
-    {
-        "http": http_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
-    }
-)
+console_sockets = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+browser_cdp_sockets = URLRouter(browser_cdp_urlpatterns)
+
+
+async def websocket_app(
+    scope: dict[str, Any],
+    receive: Callable[[], Awaitable[dict[str, Any]]],
+    send: Callable[[Mapping[str, Any]], Awaitable[None]],
+) -> None:
+    """A browser session's CDP socket is a program's, authenticated by its token (browsers.routing); every other
+    socket is the console's, checked for its Origin and signed in by cookie."""
+    app = browser_cdp_sockets if scope["path"].startswith(BROWSER_CDP_PREFIX) else console_sockets
+    await app(scope, receive, send)
+
+
+application = ProtocolTypeRouter({"http": http_app, "websocket": websocket_app})

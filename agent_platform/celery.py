@@ -15,3 +15,4 @@ app.autodiscover_tasks()
 # A worker also imports the runtime's tasks (runtime.tasks, and with it runtime.worker, whose signals warm the browser
 # up and close it); the web process, which only sends tasks (runs.tasks), never runs this discovery.
 app.autodiscover_tasks(["runtime"])
+app.autodiscover_tasks(["runtime"], related_name="browser_sessions")

@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 # A launch waits on this lookup: fail fast rather than with the agent loop's patient retries.
 LOOKUP_TIMEOUT_SECONDS = 10.0
 LOOKUP_MAX_RETRIES = 1
+# Every effort level the Models API reports a capability for, lowest first (output_config.effort).
+EFFORT_LEVELS = ("low", "medium", "high", "xhigh", "max")
 # Thinking types from the least thinking to the most; "enabled" (a fixed budget) is never chosen for a run.
 THINKING_LADDER = ("disabled", "between_tools", "adaptive")
 # The `display` that returns the text the model writes between tool calls (the beta thinking config's values are
@@ -90,7 +92,7 @@ class ModelProfile:
             if effort.supported:
                 effort_levels = tuple(
                     level
-                    for level in ("low", "medium", "high", "xhigh", "max")
+                    for level in EFFORT_LEVELS
                     if getattr(effort, level) is not None and getattr(effort, level).supported
                 )
             context = capabilities.context_management

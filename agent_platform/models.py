@@ -21,6 +21,8 @@ API_KEY_PREFIX = "ph_"
 
 DEFAULT_MAX_COST_USD = Decimal(5)
 DEFAULT_EXTRACTION_MODEL = "claude-haiku-5-5"
+# What a new workspace keeps of its runs' content, in days (docs/scaling.md: Retention).
+DEFAULT_RETENTION_DAYS = 30
 
 
 class Workspace(models.Model):
@@ -37,6 +39,9 @@ class Workspace(models.Model):
     # WORKSPACE_MAX_CONCURRENT_RUNS and WORKSPACE_MAX_QUEUED_RUNS settings (runs.queueing).
     max_concurrent_runs = models.PositiveIntegerField(null=True, blank=True)
     max_queued_runs = models.PositiveIntegerField(null=True, blank=True)
+    # How many days what its runs produced is kept (events' payloads, screenshots, live-view images, traces, files,
+    # checkpoints: runs.purge); null keeps it until purged by hand. Usage and cost are kept whatever this says.
+    retention_days = models.PositiveIntegerField(null=True, blank=True, default=DEFAULT_RETENTION_DAYS)
 
     class Meta:
         ordering = ["name"]
@@ -106,6 +111,11 @@ class ApiKey(models.Model):
     @property
     def display(self) -> str:
         return f"{API_KEY_PREFIX}{self.prefix}…"
+
+    @property
+    def actor(self) -> str:
+        """Who acted with this key, as events and the agent's messages name them (by its visible prefix)."""
+        return f"api key {self.prefix}"
 
     @property
     def is_active(self) -> bool:

@@ -4,6 +4,7 @@ import base64
 import os
 import secrets
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -118,17 +119,20 @@ INSTALLED_APPS = [
     "axes",
     "agent_platform",
     "runs",
-    "runs.judging",
+    "judge",
     "runs.recipes",
     "demo_site",
     "evals",
     "webhooks",
     "django_celery_beat",
     "schedules",
+    "browsers",
 ]
 
 MIDDLEWARE = [
-    "agent_platform.telemetry.traced_request",  # first: its span covers the whole request
+    "agent_platform.middleware.connection_back_to_the_pool",  # outermost: after every other's last query
+    "agent_platform.telemetry.traced_request",  # next: its span covers the whole request
+    "agent_platform.middleware.ApiFailures",  # next: whatever fails below it answers an API client in JSON
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -137,6 +141,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "agent_platform.middleware.api_router_refusals",
+    "agent_platform.middleware.empty_body_is_an_empty_object",
     "axes.middleware.AxesMiddleware",  # last, as django-axes requires: it answers a locked-out sign-in
 ]
 
@@ -164,8 +169,22 @@ TEMPLATES = [
 # A `sqlite:///` DATABASE_URL gets the same connection setup. Its test database is a file beside it (Django's default
 # is in memory, private to one process), so the worker subprocesses and Channels of the tests share it.
 DATABASE_URL = envstr("DATABASE_URL")
+# On PostgreSQL every process draws its connections from a pool of its own (Django's, psycopg_pool) of at most
+# DB_POOL_MAX, whatever its threads: a thread holds one only while it reads or writes and gives it back before it
+# waits (agent_platform.db.release), so a worker's connections do not grow with WORKER_CONCURRENCY. A thread that finds
+# them all taken waits up to DB_POOL_TIMEOUT_SECONDS. DB_POOL_MAX=0 turns the pool off (a connection per thread, kept
+# DB_CONN_MAX_AGE seconds: behind PgBouncer, say). SQLite has no pool: its writers queue on its write lock.
+DB_POOL_MAX = envint("DB_POOL_MAX", 4, minimum=0)
+DB_POOL_TIMEOUT_SECONDS = envint("DB_POOL_TIMEOUT_SECONDS", 30, minimum=1)
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("DB_CONN_MAX_AGE", 0))}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and DB_POOL_MAX:
+        DATABASES["default"]["CONN_MAX_AGE"] = 0  # a pooled connection goes back to the pool, not away
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": DB_POOL_MAX,
+            "timeout": DB_POOL_TIMEOUT_SECONDS,
+        }
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "pilothouse.sqlite3")}}
@@ -205,7 +224,7 @@ CACHES = {
     }
 }
 
-# Runs: how long one may run, the turns it gets unless its launch says (at most runs.launch.MAX_TURNS_LIMIT, a
+# Runs: how long one may run, the turns it gets unless its launch says (at most runs.launch_rules.MAX_TURNS_LIMIT, a
 # system check says so), when a silent worker's run is failed, and when a queued run is enqueued again.
 RUN_TIME_LIMIT_SECONDS = envint("RUN_TIME_LIMIT_SECONDS", 1800, minimum=10)
 RUN_DEFAULT_MAX_TURNS = envint("RUN_DEFAULT_MAX_TURNS", 30, minimum=1)
@@ -243,15 +262,19 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 # have nothing to configure.
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
+    # the runs queue's tasks (runtime/tasks.py), and the names they had until 2026-12-06 (runs.tasks.*)
+    "runtime.tasks.*": {"queue": "runs"},
     "runs.tasks.*": {"queue": "runs"},
     "judge.tasks.*": {"queue": "judge"},
+    "browsers.tasks.*": {"queue": "browsers"},
 }
 # Beat reads its schedule from the database (django-celery-beat): the operators' schedules are rows, and so is the
 # reaper, which the DatabaseScheduler copies from CELERY_BEAT_SCHEDULE into its table at every start.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
-    "reap-stale-runs": {"task": "runs.tasks.reap_stale_runs", "schedule": 30.0},
+    "reap-stale-runs": {"task": "runtime.tasks.reap_stale_runs", "schedule": 30.0},
     "send-overdue-webhooks": {"task": "webhooks.tasks.send_overdue", "schedule": 60.0},
+    "apply-retention": {"task": "runtime.tasks.apply_retention", "schedule": 3600.0},
 }
 # A schedule whose runs fail this many times in a row pauses itself (docs/schedules.md).
 SCHEDULE_MAX_CONSECUTIVE_FAILURES = envint("SCHEDULE_MAX_CONSECUTIVE_FAILURES", 3, minimum=1)
@@ -354,6 +377,15 @@ BROWSER_PID_DIR = Path(envstr("BROWSER_PID_DIR", str(VAR_DIR / "browsers")))
 # The live view's screenshot after each action turn: a JPEG of this quality (1-100), or a PNG with 0. Only people
 # look at it; the judge's final view and the model's own screenshots stay PNG.
 LIVE_VIEW_JPEG_QUALITY = envint("LIVE_VIEW_JPEG_QUALITY", 70, minimum=0, maximum=100)
+
+# Browser sessions (browsers/, docs/browsers.md): a dedicated Chromium a client drives over CDP through the web tier.
+# The worker's relay listens on BROWSER_RELAY_HOST (the address the web processes reach this worker on; empty: the
+# address the worker reaches Redis from, runtime.browser_sessions.relay_host); the price of a browser-minute (every
+# started minute of a session's life) in USD, 0 on a self-hosted install.
+BROWSER_RELAY_HOST = envstr("BROWSER_RELAY_HOST")
+BROWSER_SESSION_IDLE_TIMEOUT_SECONDS = envint("BROWSER_SESSION_IDLE_TIMEOUT_SECONDS", 300, minimum=5)
+BROWSER_SESSION_MAX_SECONDS = envint("BROWSER_SESSION_MAX_SECONDS", 3600, minimum=10, maximum=4 * 3600)
+BROWSER_MINUTE_PRICE_USD = Decimal(envstr("BROWSER_MINUTE_PRICE_USD", "0"))
 
 # Webhooks: a failed delivery is retried after base, 2 x base, 4 x base ... seconds (at most max, which stays below
 # the broker's visibility timeout) until 24 hours after the event.

@@ -9,12 +9,14 @@ from .api import api
 
 urlpatterns = [
     path("", include("runs.urls")),
-    path("", include("runs.judging.urls")),
+    path("", include("runs.share_urls")),
+    path("", include("judge.urls")),
     path("", include("agent_platform.web_urls")),
     path("", include("evals.urls")),
     path("", include("webhooks.urls")),
     path("", include("schedules.urls")),
     path("", include("runs.recipes.urls")),
+    path("", include("browsers.urls")),
     path("api/v1/", api.urls),
     path("", include("browser_use_v4.urls")),
     path("admin/", admin.site.urls),

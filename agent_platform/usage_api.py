@@ -1,13 +1,17 @@
 """The usage API: the workspace's model requests summed by day, model or source, with exact costs."""
 
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal
 
 from django.db.models import QuerySet
 from ninja import Field, Query, Router, Schema
 
+from agent_platform.lib.money import exact_usd
+
+from . import meters
 from .api import ERROR_RESPONSES, ApiRequest, Instant
-from .models import ModelRequest
+from .models import ModelRequest, Workspace
 from .reports import total_of, usage_by
 
 router = Router()
@@ -38,6 +42,23 @@ class ScriptedUsageOut(Schema):
     groups: list[UsageGroup]
 
 
+class MeteredDay(Schema):
+    day: str = Field(description="The day the metered things began (YYYY-MM-DD, in the server's time zone).")
+    count: int
+    quantity: int
+    cost_usd: str = Field(description="Exact decimal string, in US dollars.")
+
+
+class MeteredOut(Schema):
+    name: str = Field(description="browser_minutes: the minutes of the workspace's browser sessions.")
+    unit: str = Field(description="What `quantity` counts: minute.")
+    counted: str = Field(description="What `count` counts: session.")
+    count: int
+    quantity: int
+    cost_usd: str = Field(description="Exact decimal string, in US dollars: billed beside the model requests.")
+    days: list[MeteredDay]
+
+
 class UsageReportOut(Schema):
     group_by: str
     totals: UsageTotals = Field(description="Real spend: the requests the Anthropic API answered.")
@@ -45,18 +66,17 @@ class UsageReportOut(Schema):
     scripted: ScriptedUsageOut = Field(
         description="The scripted demo model's requests (a key-less `make run`), apart from real spend: billed $0."
     )
-
-
-def dollars(amount: Decimal) -> str:
-    """An exact decimal string without trailing zeros or exponent: 0.1, 10, 0.00012346."""
-    return format(amount.normalize(), "f") if amount else "0"
+    metered: list[MeteredOut] = Field(
+        description="Usage billed beside the model requests (browser minutes), of things begun in [from, to)."
+    )
+    total_cost_usd: str = Field(description="The real spend's cost and every meter's, together.")
 
 
 def usage_row(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "requests": row["requests"],
         **{name: row[name] for name in ("input", "output", "cache_read", "cache_write", "total")},
-        "cost_usd": dollars(row["cost_usd"]),
+        "cost_usd": exact_usd(row["cost_usd"]),
     }
 
 
@@ -74,7 +94,37 @@ def usage(request: ApiRequest, filters: Query[UsageFilters]) -> dict[str, Any]:
         requests = requests.filter(created_at__lt=end)
     # The same aggregation as the admin's billing views and the UI's usage page; scripted requests on a line apart.
     real, scripted = (report(queryset, filters.group_by) for queryset in (requests.real(), requests.scripted()))
-    return {"group_by": filters.group_by, **real, "scripted": scripted}
+    metered = metered_report(request.workspace, filters.from_, filters.to)
+    total = Decimal(real["totals"]["cost_usd"]) + sum((Decimal(meter["cost_usd"]) for meter in metered), Decimal(0))
+    return {
+        "group_by": filters.group_by,
+        **real,
+        "scripted": scripted,
+        "metered": metered,
+        "total_cost_usd": exact_usd(total),
+    }
+
+
+def metered_report(workspace: Workspace, start: datetime | None, end: datetime | None) -> list[dict[str, Any]]:
+    readings = meters.read(workspace, start, end)
+    days = meters.grouped(readings, "day")
+    return [
+        {
+            **{name: meter[name] for name in ("name", "unit", "counted", "count", "quantity")},
+            "cost_usd": exact_usd(meter["cost_usd"]),
+            "days": [
+                {
+                    "day": str(row["day"]),
+                    "count": row["count"],
+                    "quantity": row["quantity"],
+                    "cost_usd": exact_usd(row["cost_usd"]),
+                }
+                for row in days
+                if row["meter"] == meter["name"]
+            ],
+        }
+        for meter in meters.totals(readings)
+    ]
 
 
 def report(requests: QuerySet[ModelRequest], group_by: str) -> dict[str, Any]:

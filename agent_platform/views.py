@@ -14,8 +14,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from . import metrics
+from . import meters, metrics
 from .access import OperatorRequest, choose_workspace, current_workspace, is_owner
+from .lib.money import rounded_usd
 from .models import ApiKey, Membership, ModelRequest
 from .reports import usage_by, usage_totals
 
@@ -114,7 +115,7 @@ def cost_chart(days: list[date], rows: list[dict[str, Any]]) -> dict[str, Any]:
             y -= height
             bars.append(
                 {"x": round(x, 1), "y": round(y, 1), "width": round(slot * 0.7, 1), "height": round(height, 1),
-                 "source": source, "title": f"{day:%Y-%m-%d} {source}: ${cost:.4f}"}
+                 "source": source, "title": f"{day:%Y-%m-%d} {source}: {rounded_usd(cost)}"}
             )  # fmt: skip
     # Counted back from the last day, so today always has its label; at most about ten labels.
     step = 1 if len(days) <= 10 else -(-len(days) // 10)
@@ -149,6 +150,8 @@ def usage(request: OperatorRequest) -> HttpResponse:
     today = timezone.localdate()
     first = today - timedelta(days=span - 1)
     in_span = ModelRequest.objects.for_workspace(workspace).filter(created_at__date__gte=first)
+    readings = meters.read(workspace, meters.day_start(first))
+    metered = meters.totals(readings)
     # Real spend only; the scripted demo model's requests (billed $0) are shown on a table of their own.
     requests, scripted = in_span.real(), in_span.scripted()
     days = [first + timedelta(days=offset) for offset in range(span)]
@@ -167,6 +170,10 @@ def usage(request: OperatorRequest) -> HttpResponse:
             "sources": SOURCES,
             "scripted_totals": usage_totals(scripted),
             "scripted_by_source": usage_by(scripted, "source"),
+            # browser minutes and any other meter: beside the model requests, each with its own cost
+            "meters": metered,
+            "total_cost": usage_totals(requests)["cost_usd"] + meters.total_cost(metered),
+            "metered_by_day": meters.grouped(readings, "day"),
         },
     )
 

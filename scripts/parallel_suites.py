@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "var"
 # A suite still running after this long is stopped and counted as failed: a test that hangs (an event loop waiting on
 # a task that never ends) must fail the build, with its log, well inside CI's own limit rather than run into it.
+# Each log ends with its slowest tests, so a test that grows slow is seen (and marked `slow`) before CI's limit nears.
+DURATIONS = ["--durations=15"]
 SUITE_TIME_LIMIT_SECONDS = int(os.environ.get("TEST_SUITE_TIME_LIMIT_SECONDS", str(70 * 60)))
 
 
@@ -43,12 +45,12 @@ def main() -> int:
     LOGS.mkdir(exist_ok=True)
     suites = {
         "PostgreSQL": (
-            [python, "-m", "pytest", "--cov", "--cov-report=term", *pytest_args],
+            [python, "-m", "pytest", "--cov", "--cov-report=term", *DURATIONS, *pytest_args],
             {"REDIS_URL": redis_url},
         ),
         "SQLite": (
             # its own pytest cache, so the two runs never write one file at once
-            [python, "-m", "pytest", "-o", "cache_dir=.pytest_cache/sqlite", *pytest_args],
+            [python, "-m", "pytest", "-o", "cache_dir=.pytest_cache/sqlite", *DURATIONS, *pytest_args],
             {"DATABASE_URL": sqlite_url, "REDIS_URL": next_redis_database(redis_url)},
         ),
     }

@@ -23,6 +23,16 @@ VAR = Path(os.environ.get("PILOTHOUSE_VAR_DIR", REPO / "var"))
 PYTHON = sys.executable
 # The scripted model's port follows PORT (8000 -> 8765), so a second install on other ports does not collide.
 SCRIPTED_MODEL_PORT_OFFSET = 765
+# Runs one worker process carries at once: what a 2-core, 8 GiB machine carries when the model takes seconds a turn
+# (docs/scaling.md works it out from bench/density.py: CPU runs out first, near 8; memory would allow about 70).
+DEFAULT_WORKER_CONCURRENCY = 8
+
+
+def worker_concurrency(env: dict) -> int:
+    raw = env.get("WORKER_CONCURRENCY") or str(DEFAULT_WORKER_CONCURRENCY)
+    if not raw.isdigit() or int(raw) < 1:
+        raise SystemExit(f"WORKER_CONCURRENCY={raw!r} must be a whole number of runs, at least 1")
+    return int(raw)
 
 
 def scripted_model_port(env: dict) -> int:
@@ -257,10 +267,13 @@ def main() -> int:
         subprocess.run([PYTHON, "manage.py", "migrate", "--noinput"], cwd=REPO, env=env, check=True)
         subprocess.run([PYTHON, "manage.py", "ensure_operator", "--url", url], cwd=REPO, env=env, check=True)
 
+        concurrency = worker_concurrency(env)
+        say(f"worker: {concurrency} runs at once (WORKER_CONCURRENCY), at most {env.get('DB_POOL_MAX') or 4} "
+            "database connections per process on PostgreSQL (DB_POOL_MAX)")  # fmt: skip
         supervisor.start(
             "worker",
-            [PYTHON, "-m", "celery", "-A", "agent_platform", "worker", "--beat", "-Q", "runs,judge,default",
-             "--pool", "threads", "--concurrency", env.get("WORKER_CONCURRENCY", "4"), "--loglevel", "INFO"],
+            [PYTHON, "-m", "celery", "-A", "agent_platform", "worker", "--beat", "-Q", "runs,judge,default,browsers",
+             "--pool", "threads", "--concurrency", str(concurrency), "--loglevel", "INFO"],
             {"WORKER_DRAIN_SECONDS": str(Supervisor.DRAIN_SECONDS), **env},
             drains=True,
         )  # fmt: skip

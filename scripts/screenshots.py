@@ -107,54 +107,76 @@ def take(base: str, demo_base: str, password: str, only: set[str] | None = None)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=browser_executable(), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport=VIEWPORT)
-        page.goto(f"{base}/login/")
-        page.fill("#id_username", "operator")
-        page.fill("#id_password", password)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/")
-        if only == {"batch-page"}:
-            batch_page(page, base, demo_base)
+        try:
+            shoot(page, base, demo_base, password, only)
+        except BaseException:
+            # Where it stopped, kept outside the repo's images, for whoever reads the error.
+            failed = Path(tempfile.gettempdir()) / "pilothouse-screenshots-failed.png"
+            page.screenshot(path=str(failed), full_page=True)
+            print(f"stopped at {page.url}; the page as it was: {failed}", file=sys.stderr)
+            raise
+        finally:
             browser.close()
-            return
 
-        # The seeded demo runs: wait until every one is finished and every judged one has its judgment.
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            page.goto(f"{base}/")
-            busy = page.locator("#runs-body tr[data-status='queued'], #runs-body tr[data-status='running']").count()
-            pending = page.locator("#runs-body td .badge.v-none", has_text="judging").count()
-            if page.locator("#runs-body tr[data-run-id]").count() and not busy and not pending:
-                break
-            time.sleep(2)
-        page.screenshot(path=str(OUT / "runs-list.png"))
 
-        first = page.locator("#runs-body tr[data-run-id]").last.get_attribute("data-run-id")
-        page.goto(f"{base}/runs/{first}/")
-        page.wait_for_selector("#timeline [data-seq]")
-        page.screenshot(path=str(OUT / "run-page.png"))
-
-        # Replay of that run: the second step, its screenshot beside the agent's message and action.
-        page.locator("#replay-open").click()
-        page.keyboard.press("ArrowRight")
-        page.wait_for_function("document.getElementById('replay-img').complete")
-        page.screenshot(path=str(OUT / "replay.png"))
-        page.keyboard.press("Escape")
-
-        page.goto(f"{base}/usage/")
-        page.screenshot(path=str(OUT / "usage.png"))
-
-        live_view(page, base)
-        waiting_for_person(page, base)
-        profiles(page, base)
-        schedules(page, base, demo_base)
-        recipe(page, base)
-
-        page.goto(f"{base}/runs/new/")
-        page.get_by_role("button", name=re.compile("graded against a rubric")).click()
-        page.locator("#schema-lint").filter(has_text="accepted").wait_for()
-        page.screenshot(path=str(OUT / "launch-form.png"))
+def shoot(page: Page, base: str, demo_base: str, password: str, only: set[str] | None) -> None:
+    page.goto(f"{base}/login/")
+    page.fill("#id_username", "operator")
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+    if only == {"batch-page"}:
         batch_page(page, base, demo_base)
-        browser.close()
+        return
+
+    # The seeded demo runs: wait until every one is finished and every judged one has its judgment.
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        page.goto(f"{base}/")
+        # (the seeded "ask me for a code" run waits for the operator: settled, as the runs list marks it)
+        busy = page.locator(
+            "#runs-body tr[data-status='queued'], #runs-body tr[data-status='running']:not(:has(.waiting-person))"
+        ).count()
+        pending = page.locator("#runs-body td .badge.v-none", has_text="judging").count()
+        if page.locator("#runs-body tr[data-run-id]").count() and not busy and not pending:
+            break
+        time.sleep(2)
+    # a row the list's socket re-read on opening flashes for a moment: the picture is of the list once it settled
+    page.wait_for_function(
+        "!document.getAnimations().some(a => a.animationName === 'flash' && a.playState === 'running')"
+    )
+    page.screenshot(path=str(OUT / "runs-list.png"))
+
+    first = page.locator("#runs-body tr[data-run-id]").last.get_attribute("data-run-id")
+    page.goto(f"{base}/runs/{first}/")
+    page.wait_for_selector("#timeline [data-seq]")
+    page.screenshot(path=str(OUT / "run-page.png"))
+
+    # Replay of that run: the second step, its screenshot beside the agent's message and action.
+    page.locator("#replay-open").click()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("document.getElementById('replay-img').complete")
+    page.screenshot(path=str(OUT / "replay.png"))
+    page.keyboard.press("Escape")
+
+    page.goto(f"{base}/usage/")
+    page.screenshot(path=str(OUT / "usage.png"))
+
+    live_view(page, base)
+    waiting_for_person(page, base)
+    profiles(page, base)
+    schedules(page, base, demo_base)
+    recipe(page, base)
+
+    page.goto(f"{base}/runs/new/")
+    page.get_by_role("button", name=re.compile("graded against a rubric")).click()
+    page.locator("#schema-lint").filter(has_text="accepted").wait_for()
+    page.screenshot(path=str(OUT / "launch-form.png"))
+    batch_page(page, base, demo_base)
+
+
+def centre(page: Page, selector: str) -> None:
+    page.locator(selector).evaluate("node => node.scrollIntoView({block: 'center'})")
 
 
 def live_view(page: Page, base: str) -> None:
@@ -173,6 +195,7 @@ def live_view(page: Page, base: str) -> None:
             )
         except PlaywrightTimeoutError:
             continue
+        centre(page, "#live-view")  # below the fold at 1,440 x 900: the picture is what this image is of
         page.screenshot(path=str(OUT / "live-view.png"))
         return
     print("no live frame caught: live-view.png not taken", file=sys.stderr)
@@ -184,7 +207,8 @@ def waiting_for_person(page: Page, base: str) -> None:
     page.get_by_role("button", name=re.compile("ask me for a code")).first.click()
     page.get_by_role("button", name="Launch run").click()
     page.wait_for_url(re.compile(r".*/runs/run_[a-z0-9]+/$"))
-    page.locator("#question").wait_for(timeout=60000)
+    page.locator("#question").wait_for(timeout=180_000)  # behind the live view's runs, on a busy machine
+    centre(page, "#person")  # the question and its answer box
     page.screenshot(path=str(OUT / "waiting-for-person.png"))
     page.fill("#answer-text", "4821-7730")
     page.locator("#answer-form button").click()
@@ -202,8 +226,8 @@ def profiles(page: Page, base: str) -> None:
 
 
 def recipe(page: Page, base: str) -> None:
-    """A recipe made from a demo contact-form run (its name and email as parameters), replayed once with another name:
-    its steps, parameters, version and the run made from it."""
+    """A recipe made from a demo contact-form run (its name and email as parameters), replayed once with another name
+    typed into its fields: its steps, parameters, version and the run made from it."""
     page.goto(f"{base}/runs/new/")
     page.get_by_role("button", name=re.compile("Demo shop: contact form")).first.click()
     page.get_by_role("button", name="Launch run").click()
@@ -221,9 +245,8 @@ def recipe(page: Page, base: str) -> None:
     recipe_page = page.url
     page.fill("#param-customer_name", "Grace Hopper")
     page.fill("#param-customer_email", "grace@example.com")
-    page.locator("#recipe-parameters button").click()
-    page.goto(recipe_page)
-    page.locator("#recipe-replay button").click()
+    page.locator("#recipe-replay").click()  # Replay now sends the fields as they are, unsaved
+    page.wait_for_url(lambda url: url != recipe_page)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         page.goto(recipe_page)
@@ -257,6 +280,11 @@ def main() -> int:
         process, password = start_platform(Path(scratch), port, demo_port)
         try:
             take(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{demo_port}", password, set(sys.argv[1:]) or None)
+        except BaseException:
+            # The scratch directory goes with this function: what the platform said is the only trace of why.
+            log = (Path(scratch) / "platform.log").read_text(errors="replace").replace(password, "********")
+            print(f"the platform's last output:\n{log[-4000:]}", file=sys.stderr)
+            raise
         finally:
             stop_platform(process)
     print(f"screenshots written to {OUT.relative_to(REPO)}/")
