@@ -8,6 +8,7 @@ from typing import Any
 
 from anthropic.types.beta import BetaToolParam
 
+from agent_platform import db
 from runs.human import wake_token
 
 HUMAN_TOOL = "ask_human"
@@ -98,6 +99,7 @@ class Waiter:
         self.token = wake_token(run_public_id)
 
     def wait(self, at_most: float) -> None:
+        db.release()  # a person may take minutes: no connection held meanwhile
         deadline = time.monotonic() + max(0.0, min(at_most, DATABASE_RECHECK_SECONDS))
         while True:
             left = deadline - time.monotonic()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from agent_platform import db
 from agent_platform.lib.text import first_line
 from runtime.browser.host import BrowserHost
 from runtime.browser.recovery import BROWSER_EXIT, BrowserLost, LossWatch
@@ -40,6 +41,7 @@ def call(
     """Run `step` on `host` within `timeout` seconds, raced against `watch` when given. `doing` completes "The
     browser did not ... within N s." for a timeout; `crashed` is the message when the step failed and the browser is
     no longer connected (a callable gets the error's first line)."""
+    db.release()  # a page may take its time: no connection held meanwhile
     try:
         result = host.run(watch.race(step) if watch is not None else step, timeout=timeout)
     except TimeoutError:

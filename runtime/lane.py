@@ -11,6 +11,8 @@ from typing import Any
 
 from django.db import connection
 
+from agent_platform import db
+
 log = logging.getLogger(__name__)
 
 # Jobs waiting at most: a database slower than the agent slows the run down instead of piling up its turns in memory.
@@ -39,10 +41,12 @@ class Lane:
     def submit(self, job: Callable[[], Any]) -> None:
         """Queue a job (waiting while the lane is full)."""
         self._raise_failure()
+        db.release()  # the lane's thread may need a connection of the pool before this one can go on
         self._queue.put(job)
 
     def flush(self) -> None:
         """Wait until every job handed so far has run; raise LaneFailed if one failed."""
+        db.release()
         self._queue.join()
         self._raise_failure()
 
@@ -50,6 +54,7 @@ class Lane:
         """Run what is queued, then end the thread. Idempotent; never raises (the loop is ending anyway)."""
         if not self._thread.is_alive():
             return
+        db.release()
         self._queue.put(_STOP)
         self._thread.join()
 
@@ -70,6 +75,7 @@ class Lane:
                     log.warning("a job of %s failed", threading.current_thread().name, exc_info=True)
                     self._failure = error
                 finally:
+                    db.release()  # between jobs the lane waits on the loop: its connection goes back to the pool
                     self._queue.task_done()
         finally:
             connection.close()

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from agent_platform.lib.money import rounded_usd
 from agent_platform.lib.request_size import size_of
 from agent_platform.lib.text import first_line
 from runs import spending
@@ -85,22 +86,22 @@ class ReplayLoop(AgentLoop):
         action = str(step.get("action"))
         value = recipe_steps.render(step.get("value"), self.parameters)
         try:
-            why = self.browser(
-                self.toolset.replay(action, step.get("target"), value), doing=f"replay step {number} ({action})"
+            why: str | None = self.browser.call(
+                self.browser.toolset.replay(action, step.get("target"), value), doing=f"replay step {number} ({action})"
             )
         except BrowserCrashed:
             raise
         except Exception as error:  # the action itself failed (a ToolError, a Playwright timeout)
             why = f"its action failed: {first_line(error)}"
-        left = self.toolset.take_step() if why is None else None
+        left = self.browser.toolset.take_step() if why is None else None
         if left is not None:
             expected_url, expected = str(step.get("url") or ""), str(step.get("fingerprint") or "")
             if expected_url and left["url"] != expected_url:
                 why = f"it left the page at {left['url']}, where the recipe was at {expected_url}"
             elif expected and left["fingerprint"] != expected:
                 why = "the page it left is not laid out as it was when the recipe was made (its checkpoint failed)"
-        self.last_url = self.current_url()
-        self.state_stale = True
+        url = self.browser.progress.url = self.browser.current_url()
+        self.browser.stale = True
         event = {
             "step": number,
             "line": recipe_steps.line(self.rendered(step)),
@@ -108,7 +109,7 @@ class ReplayLoop(AgentLoop):
             # Its action ran (only its checkpoint may have failed): a version a healed run proposes keeps it, with the
             # page it left now as its checkpoint.
             "acted": left is not None,
-            "url": self.last_url,
+            "url": url,
             "recipe_step": step if left is None else {**step, "url": left["url"], "fingerprint": left["fingerprint"]},
         }
         if why is not None:
@@ -127,14 +128,14 @@ class ReplayLoop(AgentLoop):
         self.record.event("recipe.healing", mask({"step": number, "why": why}, self.run.secrets))
         remaining = [recipe_steps.line(self.rendered(step)) for step in self.steps[number - 1 :]]
         hint = healing_hint(number - 1, number, why, remaining)
-        self.messages[-1]["content"].append(text_block(mask(hint, self.run.secrets)))
+        self.state.messages[-1]["content"].append(text_block(mask(hint, self.run.secrets)))
         return super().converse()
 
     def finish_replay(self) -> Ending:
         """Every step replayed: the run's verdict is the recipe's, its data read from the last page by one extraction
         request (none when the page's text is the source run's, whose data then stands)."""
         Replay.objects.filter(pk=self.replay.pk).update(replayed_steps=len(self.steps))
-        text, url = self.browser(extraction.page_text_and_url(self.toolset), doing="give the page's text")
+        text, url = self.browser.call(extraction.page_text_and_url(self.browser.toolset), doing="give the page's text")
         text = mask(text, self.run.secrets)
         last = self.replay.version.last_done or {}
         summary = (
@@ -153,7 +154,7 @@ class ReplayLoop(AgentLoop):
             if not room.allows(cost):
                 return Ending.failed(
                     Run.ErrorCode.COST_LIMIT,
-                    f"The replay's extraction request (about ${cost:.4f}) would cross {room.describe()}; it was not "
+                    f"The replay's extraction request (about {rounded_usd(cost)}) would cross {room.describe()}; it was not "
                     "sent.",
                 )
         schema = self.schema

@@ -66,7 +66,6 @@ class Next:
     ending: Ending | None = None
     grade: dict[str, Any] | None = None
     message: str | None = None
-    send_results: bool = True  # whether the reply's tool results (if any) go back in a user message
 
 
 CONTINUE = Next()
@@ -158,7 +157,7 @@ class Verdict:
                 # a done with data the schema refused: the verdict turn goes on so the agent can correct it
                 self.corrections += 1
                 return CONTINUE
-            return Next(ending=self.missed(), send_results=False)
+            return Next(ending=self.missed())
         # A verdict turn that started within this reply (an extract refused at the cost cap) is asked for below and
         # answered by the next reply: whether the agent follows it is decided then, not by this reply.
         if acted and self.turns_used >= self.max_turns:
@@ -202,16 +201,16 @@ class Verdict:
         """A reply without any tool call: the agent is asked once, in a user message, to call done, and that request
         is the verdict turn; prose on a verdict turn ends the run."""
         if self.phase is Phase.VERDICT_TURN:
-            return Next(ending=self.missed(), send_results=False)
+            return Next(ending=self.missed())
         self.start("prose")
         return Next(message=prompts.ASK_FOR_DONE)
 
     def empty_reply(self) -> Next:
         """A reply with no content: answered once with a short nudge; the next one is treated as prose."""
         if self.phase is Phase.ACKNOWLEDGING:
-            return Next(ending=self.last_verdict(), send_results=False)
+            return Next(ending=self.last_verdict())
         if self.phase is Phase.VERDICT_TURN:
-            return Next(ending=self.missed(), send_results=False)
+            return Next(ending=self.missed())
         if not self.nudged_empty:
             self.nudged_empty = True
             return Next(message=prompts.EMPTY_REPLY)
@@ -228,10 +227,9 @@ class Verdict:
                     f"The model's replies were cut off at max_tokens ({max_tokens}) {MAX_TRUNCATIONS + 1} times in "
                     "a row.",
                 ),
-                send_results=False,
             )
         if self.phase is Phase.ACKNOWLEDGING:
-            return Next(ending=self.last_verdict(), send_results=False)
+            return Next(ending=self.last_verdict())
         return CONTINUE
 
     def complete_reply(self) -> None:

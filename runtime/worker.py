@@ -27,7 +27,7 @@ from django.conf import settings
 from django.urls import reverse
 from opentelemetry.trace import StatusCode
 
-from agent_platform import metrics, telemetry
+from agent_platform import db, metrics, telemetry
 from agent_platform.celery import app
 from agent_platform.checks import check_object_storage
 from agent_platform.llm import client
@@ -177,6 +177,8 @@ class BrokerReconnected(bootsteps.StartStopStep):  # type: ignore[misc]  # celer
             # Never stop the consumer over this: the reaper redelivers and admits on its own passes.
             log.warning("reconciling queued runs with the broker failed", exc_info=True)
             return
+        finally:
+            db.release()  # the consumer's thread lives as long as the worker: it keeps no connection
         if redelivered:
             log.warning("the broker restarted: %s queued runs enqueued again", len(redelivered))
 

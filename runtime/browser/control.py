@@ -1,11 +1,11 @@
 """A person's input to a run's browser while they have control: mouse, wheel, keys and typed text that the run
 page's live socket sent (runs.consumers checks who and when: members of the run's workspace, while
-`Run.accepts_control`), applied to the run's page through CDP Input events.
+`Run.accepts_control`), applied to the run's page through CDP Input events, and each one acknowledged.
 
 Keyed by run id and independent of the agent loop: whoever owns a page in this worker's browser host (the agent
-loop, or a run with no agent at all) attaches a dispatcher with a way to find the page. It listens on the run's
-control group in a thread of its own (its own event loop, so a blocking receive never holds the browser's loop) and
-applies each input on the host's loop. Nothing it receives is stored or logged: typed text may be a password.
+loop, or a run with no agent at all) attaches a dispatcher with a way to find the page. The process's one inbox
+(runtime.browser.inbox) receives for every run; each input is applied on the host's loop. Nothing it receives is
+stored or logged: typed text may be a password.
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from channels.layers import get_channel_layer
-
 from runs.live import control_group, control_input
+from runtime.browser import live_view
+from runtime.browser.inbox import inbox
 
 if TYPE_CHECKING:
     from playwright.async_api import CDPSession, Page
 
     from runtime.browser.host import BrowserHost
+    from runtime.browser.live_view import PageLoop
 
 log = logging.getLogger(__name__)
 
-RECEIVE_SECONDS = 1.0
 APPLY_TIMEOUT_SECONDS = 5.0
 
 # Keys that do something beyond inserting a character need their virtual key code (and Enter its text) for Chromium
@@ -75,85 +75,103 @@ def key_event(key: str, modifiers: list[str] | tuple[str, ...] = ()) -> dict[str
 
 class InputDispatcher:
     """Applies the inputs sent to one run's control group to the page `page_of()` gives, while `accepting` is set:
-    the owner of the page says when a person may drive it (the agent loop only while it waits out a pause, so a
-    person's input never meets the agent's actions; a sign-in by hand throughout). Input at other times is dropped."""
+    the owner of the page says when a person may drive it (the agent loop while it waits for a person: a pause or
+    its question, so a person's input never meets the agent's actions; a sign-in by hand throughout). Each input is
+    answered to the socket that sent it (`control.ack`: applied, or why not) within APPLY_TIMEOUT_SECONDS.
+
+    The process's one inbox (runtime.browser.inbox) receives for every run; this run's inputs are applied in order
+    from a queue of its own on the inbox's loop, each on the browser host's loop, so a slow page holds up only its
+    own run. `group` is what people send to (a run's control group unless said otherwise)."""
 
     def __init__(
-        self, host: BrowserHost, run_public_id: str, page_of: Callable[[], Page | None], *, accepting: bool
+        self,
+        host: BrowserHost | PageLoop,
+        run_public_id: str,
+        page_of: Callable[[], Page | None],
+        *,
+        accepting: bool,
+        group: str | None = None,
     ) -> None:
         self.host = host
         self.run_public_id = run_public_id
+        self.group = group or control_group(run_public_id)
         self.page_of = page_of
         self.accepting = threading.Event()
         if accepting:
             self.accepting.set()
+        self.applied = 0
         self._cdp: CDPSession | None = None
         self._cdp_page: Page | None = None
-        self._stopped = threading.Event()
-        self._ready = threading.Event()
-        self._layer = get_channel_layer()
-        self._thread = threading.Thread(target=self._serve, name=f"control-{run_public_id}", daemon=True)
-        self._thread.start()
-        self._ready.wait(timeout=5)  # joined the group before the run can be paused
+        self._stopped = False
+        self._queue: asyncio.Queue[dict[str, Any]] = inbox.call(self._make_queue())
+        self._drainer = inbox.spawn(self._drain())
+        inbox.register(self.group, "control.input", self._queue.put_nowait)  # joined before the run can be paused
 
-    def _serve(self) -> None:
-        try:
-            asyncio.run(self._listen())
-        except Exception:
-            log.warning("control of %s: the listener stopped", self.run_public_id, exc_info=True)
-        finally:
-            self._ready.set()
+    @staticmethod
+    async def _make_queue() -> asyncio.Queue[dict[str, Any]]:
+        return asyncio.Queue()  # bound to the inbox's loop
 
-    async def _listen(self) -> None:
-        layer = self._layer
-        if layer is None:
-            return
-        channel = await layer.new_channel()
-        group = control_group(self.run_public_id)
-        await layer.group_add(group, channel)
-        self._ready.set()
+    async def _drain(self) -> None:
+        while True:
+            message = await self._queue.get()
+            if self._stopped:
+                return
+            await self._handle(message)
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        # Checked again here: the group is the worker's inbox, and only what the socket's check passes applies.
+        cleaned = control_input(message.get("input"))
+        if cleaned is None:
+            reason = "invalid"
+        elif not self.accepting.is_set():
+            reason = "agent_acting"  # the agent's turn is not over yet: it finishes before a person drives
+        else:
+            reason = await self._applied(cleaned)
+        reply_to = message.get("reply_to")
+        if isinstance(reply_to, str) and reply_to:
+            ack = {"type": "control.ack", "id": message.get("id"), "ok": reason == "", "reason": reason}
+            try:
+                await inbox.send(reply_to, ack)
+            except Exception:
+                log.debug("control of %s: an acknowledgement was not sent", self.run_public_id, exc_info=True)
+
+    async def _applied(self, cleaned: dict[str, Any]) -> str:
+        """Apply one input on the host's loop: "" once applied, else why not."""
         try:
-            while not self._stopped.is_set():
-                try:
-                    message = await asyncio.wait_for(layer.receive(channel), RECEIVE_SECONDS)
-                except TimeoutError:
-                    continue
-                # Checked again here: the group is the worker's inbox, and only what the socket's check passes applies.
-                cleaned = control_input(message.get("input")) if message.get("type") == "control.input" else None
-                if cleaned is None or not self.accepting.is_set():
-                    continue
-                try:
-                    await asyncio.to_thread(self.host.run, self._apply(cleaned), APPLY_TIMEOUT_SECONDS)
-                except Exception as error:  # the input's content is never logged: only what kind failed
-                    log.info(
-                        "control of %s: a %s input failed (%s)",
-                        self.run_public_id,
-                        cleaned["kind"],
-                        type(error).__name__,
-                    )
-        finally:
-            await layer.group_discard(group, channel)
+            future = asyncio.run_coroutine_threadsafe(self._apply(cleaned), self.host.loop)
+            applied = await asyncio.wait_for(asyncio.wrap_future(future), APPLY_TIMEOUT_SECONDS)
+        except Exception as error:  # the input's content is never logged: only what kind failed
+            log.info("control of %s: a %s input failed (%s)", self.run_public_id, cleaned["kind"], type(error).__name__)
+            return "timeout" if isinstance(error, TimeoutError) else "failed"
+        if not applied:
+            return "no_page"
+        self.applied += 1
+        live_view.input_applied(self.run_public_id)
+        return ""
 
     async def _session(self) -> CDPSession | None:
         page = self.page_of()
-        if page is None:
+        if page is None or page.is_closed():
             return None
         if self._cdp is None or self._cdp_page is not page:
             self._cdp = await page.context.new_cdp_session(page)
             self._cdp_page = page
         return self._cdp
 
-    async def _apply(self, event: dict[str, Any]) -> None:
+    async def _apply(self, event: dict[str, Any]) -> bool:
+        """On the host's loop: False when the run has no page to take it."""
         cdp = await self._session()
         if cdp is None:
-            return
+            return False
         kind = event["kind"]
+        if kind == "probe":
+            return True  # the page is there: the person's control reaches it
         if kind == "mouse":
             point = {"x": event["x"], "y": event["y"]}
             button = event["button"]
             if event["action"] == "move":
                 await cdp.send("Input.dispatchMouseEvent", {"type": "mouseMoved", **point, "button": "none"})
-                return
+                return True
             if event["action"] in ("click", "down"):
                 await cdp.send(
                     "Input.dispatchMouseEvent",
@@ -185,10 +203,18 @@ class InputDispatcher:
                 await cdp.send("Input.dispatchKeyEvent", {"type": "keyUp", **released})
         elif kind == "text":
             await cdp.send("Input.insertText", {"text": event["text"]})
+        return True
 
     def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join(timeout=RECEIVE_SECONDS + 2)
+        """Leave the run's group; inputs already queued are dropped unanswered (the page says none came back)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            inbox.unregister(self.group, "control.input")
+        except Exception:
+            log.debug("control of %s: the group was not left cleanly", self.run_public_id, exc_info=True)
+        self._drainer.cancel()
         cdp, self._cdp = self._cdp, None
         if cdp is not None:
             try:
@@ -198,11 +224,16 @@ class InputDispatcher:
 
 
 def attach(
-    host: BrowserHost, run_public_id: str, page_of: Callable[[], Page | None], *, accepting: bool = False
+    host: BrowserHost | PageLoop,
+    run_public_id: str,
+    page_of: Callable[[], Page | None],
+    *,
+    accepting: bool = False,
+    group: str | None = None,
 ) -> InputDispatcher | None:
     """The run's input dispatcher, or None when it cannot run (it never costs the run itself)."""
     try:
-        return InputDispatcher(host, run_public_id, page_of, accepting=accepting)
+        return InputDispatcher(host, run_public_id, page_of, accepting=accepting, group=group)
     except Exception:
         log.warning("run %s: no control of its browser", run_public_id, exc_info=True)
         return None

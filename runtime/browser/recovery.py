@@ -1,6 +1,6 @@
 """Noticing at once that a run's browser is gone (its tab's renderer crashed, or Chromium exited), so a step fails
 the moment it happens, with its cause, instead of waiting out the step's timeout; the loop then recovers the run on a
-fresh tab or a fresh browser (runtime.loop.AgentLoop.recover)."""
+fresh tab or a fresh browser (runtime.run_browser.RunBrowser.recover)."""
 
 from __future__ import annotations
 

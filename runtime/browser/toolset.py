@@ -176,6 +176,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self._tabs: dict[str, Page] = {}
         self._watches: dict[Page, NavigationWatch] = {}
         self._snapshot: tuple[Page, str, str] | None = None  # (tab, url, aria snapshot) of the turn's last read
+        # The snapshot the last action took of the page it left, while no other member has run since in the same
+        # reply: a read_page right after it reads that one rather than a second of the same page (forget_left).
+        self._left: tuple[Page, str, str] | None = None
         # What the last acting member acted on and where it left the page (take_step), for a recipe made later
         self._target: dict[str, Any] | None = None
         self._step: dict[str, Any] | None = None
@@ -227,6 +230,11 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     def _remember(self, page: Page, snapshot: str) -> None:
         self._snapshot = (page, page.url, snapshot)
 
+    def forget_left(self) -> None:
+        """A new reply of the model's: the page may have changed by itself since the last action's snapshot, so the
+        next read_page takes its own. Called between member calls, while no call of this toolset runs."""
+        self._left = None
+
     def take_step(self) -> dict[str, Any] | None:
         """What the last member call that acts on the page did, once: {member, target, url, fingerprint}, the target
         as it was resolved when it acted (runtime.browser.targets.describe; None for a coordinate or no element),
@@ -254,6 +262,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             snapshot = ""
         else:
             self._remember(now, snapshot)
+            self._left = (now, now.url, snapshot)
         self._step = {
             "member": member,
             "target": self._target,
@@ -412,6 +421,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         """The tab a member acts on (the active one by default), once a navigation in flight in it has arrived."""
         if member:
             self._snapshot = None  # the member may change the page; read_page and find remember theirs afterwards
+            self._left = None
         await self._contain()
         if tab_id:
             page = self._tabs.get(tab_id)
@@ -588,10 +598,18 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         )
 
     async def read_page(self, context: BetaToolsetCallContext, input: BetaBrowserReadPageInput) -> str:
+        left = self._left
+        watch = self._watches.get(left[0]) if left is not None else None
+        if watch is not None and watch.in_flight:
+            left = None  # the page is on its way elsewhere: read where it arrives
         page = await self._page(input.tab_id)
         depth = input.depth if input.depth is not None else READ_PAGE_DEFAULT_DEPTH
         if input.ref:
             snapshot = await self._locator(page, input.ref).aria_snapshot(mode="ai", depth=depth)
+        elif depth == READ_PAGE_DEFAULT_DEPTH and left is not None and left[0] is page and left[1] == page.url:
+            # the page as the action just before this read left it, snapshotted with read_page's own options
+            snapshot = left[2]
+            self._remember(page, snapshot)
         else:
             snapshot = await page.aria_snapshot(mode="ai", depth=depth)
             if depth == READ_PAGE_DEFAULT_DEPTH:
