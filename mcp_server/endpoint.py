@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_platform.errors import ServiceError
 
+from . import person_tools  # noqa: F401  (its tools register on the server)
 from .auth import SCOPE_KEY, McpRequest, admit
 from .tools import refusal_text, server
 

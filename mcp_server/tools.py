@@ -1,7 +1,7 @@
 """The MCP tools: launch, read, wait for, list, cancel and re-judge a workspace's runs, and list the models.
 
-Each tool is an adapter over what the v1 API calls (runs.launch, the runs endpoints' reading and serialization in
-runs.api, runs.judging.services, agent_platform.llm), so a run launched here is the same run, with the same id and the
+Each tool is an adapter over the services the v1 API calls (runs.launch, the runs' read side in runs.reading,
+runs.lifecycle, runs.human, judge.services, agent_platform.llm), never over a v1 endpoint function, so a run launched here is the same run, with the same id and the
 same bill, in the API and the pages, and a refusal says what the API's envelope says. The database is reached from the
 event loop through database_sync_to_async, never directly.
 """
@@ -24,16 +24,24 @@ from ninja.responses import NinjaJSONEncoder
 from pydantic import BaseModel, Field, ValidationError
 
 from agent_platform import llm
-from agent_platform.api import describe_validation_errors
+from agent_platform.api import advertised, describe_validation_errors
 from agent_platform.errors import AuthenticationFailed, Conflict, InvalidRequest, ServiceError, ServiceUnavailable
-from runs import api as runs_api
-from runs import human, launch
-from runs.api import PAGE_DEFAULT, PAGE_MAX, Cursor, RunFilters, RunListOut, RunOut, SessionId, find, reload, run_out
-from runs.judging.models import Judgment
-from runs.judging.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS, request_rejudge
-from runs.launch import MAX_COST_USD_LIMIT, MAX_TURNS_LIMIT, START_URL_MAX_CHARS, TASK_MAX_CHARS
+from agent_platform.lookup import find
+from judge.models import Judgment
+from judge.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS, request_rejudge
+from runs import event_types, human, reading
+from runs.launch import launch
+from runs.launch_rules import (
+    MAX_COST_USD_LIMIT,
+    MAX_TURNS_LIMIT,
+    START_URL_MAX_CHARS,
+    TASK_MAX_CHARS,
+    LaunchRequest,
+)
+from runs.lifecycle import request_cancel
 from runs.models import Event, Run
 from runs.presets import ITEMS_SCHEMA
+from runs.reading import PAGE_DEFAULT, PAGE_MAX, Cursor, RunFilters, RunListOut, RunOut, SessionId, find_run, run_shown
 from runs.schema import SCHEMA_MAX_BYTES, SUPPORTED
 
 from .auth import AUTHENTICATION_REQUIRED, SCOPE_KEY, McpRequest
@@ -46,8 +54,8 @@ WAIT_POLL_SECONDS = 0.5
 WAIT_DEFAULT_SECONDS = 300
 WAIT_MAX_SECONDS = 900
 
-# The events that say a turn happened, with its number (runtime.calls.tool_use_event, the loop's agent.message).
-TURN_EVENTS = ("agent.tool_use", "agent.message")
+# The events that say a turn happened, with its number: the registry's kinds with the MCP door.
+TURN_EVENTS = event_types.MCP_TURNS
 
 INSTRUCTIONS = """Pilothouse runs browser agents: Claude driving a real Chromium, in the API key's workspace.
 Launch a run with launch_run (a task, usually a start_url; an output_schema for structured data; judge: true for a
@@ -63,16 +71,6 @@ RUN_ID = Annotated[
         description="The run's id as launch_run or list_runs returned it, such as 'run_01jf3k2m9x'.",
         min_length=1,
         max_length=60,
-    ),
-]
-
-JudgeContext = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=JUDGE_CONTEXT_MAX_CHARS)]] | None,
-    Field(
-        description=f"Up to {JUDGE_CONTEXT_MAX_STATEMENTS} statements of at most {JUDGE_CONTEXT_MAX_CHARS} "
-        "characters that the judge weighs before everything else and the agent never sees, such as 'Prices are in "
-        "euros.'",
-        max_length=JUDGE_CONTEXT_MAX_STATEMENTS,
     ),
 ]
 
@@ -164,6 +162,11 @@ async def answer(ctx: Context, work: Callable[[McpRequest], CallToolResult]) -> 
         return refusal(error)
 
 
+def read_run(request: McpRequest, run_id: str) -> dict[str, Any]:
+    """The caller's run as get_run returns it (and /api/v1/runs/{id} does)."""
+    return as_api_json(RunOut, reading.run_out(find_run(request.workspace, run_id)))
+
+
 # --- the tools -----------------------------------------------------------------------------------------------------
 
 
@@ -172,24 +175,31 @@ async def launch_run(
     ctx: Context,
     task: Annotated[
         str,
+        advertised(minLength=1, maxLength=TASK_MAX_CHARS),
         Field(
             description="What the agent should do and what it should report back, in plain words, such as 'List "
-            "every product on the page with its price.'",
-            min_length=1,
-            max_length=TASK_MAX_CHARS,
+            f"every product on the page with its price.' At most {TASK_MAX_CHARS} characters.",
         ),
     ],
     start_url: Annotated[
-        str | None,
+        Annotated[str, advertised(maxLength=START_URL_MAX_CHARS)] | None,
         Field(
             description="An http:// or https:// URL the browser opens before the agent's first turn; without one "
-            "the agent starts on a blank page (or, with session_id, where the session's browser was).",
-            max_length=START_URL_MAX_CHARS,
+            "the agent starts on a blank page (or, with session_id, where the session's browser was). At most "
+            f"{START_URL_MAX_CHARS} characters.",
         ),
     ] = None,
     model: Annotated[
         str | None,
-        Field(description="A model id from list_models; the platform's default model when omitted.", max_length=100),
+        Field(description="A model id from list_models; the platform's default model when omitted."),
+    ] = None,
+    effort: Annotated[
+        str | None,
+        Field(description="One of the model's effort_levels from list_models; the model's own default when omitted."),
+    ] = None,
+    thinking: Annotated[
+        str | None,
+        Field(description="One of the model's thinking_modes from list_models; adaptive where it can when omitted."),
     ] = None,
     output_schema: Annotated[
         dict[str, Any] | None,
@@ -207,23 +217,31 @@ async def launch_run(
             "and reason arrive as the run's judgment."
         ),
     ] = False,
-    judge_context: JudgeContext = None,
+    judge_context: Annotated[
+        Annotated[
+            list[Annotated[str, advertised(minLength=1, maxLength=JUDGE_CONTEXT_MAX_CHARS)]],
+            advertised(maxItems=JUDGE_CONTEXT_MAX_STATEMENTS),
+        ]
+        | None,
+        Field(
+            description=f"Up to {JUDGE_CONTEXT_MAX_STATEMENTS} statements of at most {JUDGE_CONTEXT_MAX_CHARS} "
+            "characters that the judge weighs before everything else and the agent never sees, such as 'Prices are "
+            "in euros.'",
+        ),
+    ] = None,
     max_turns: Annotated[
-        int | None,
+        Annotated[int, advertised(minimum=1, maximum=MAX_TURNS_LIMIT)] | None,
         Field(
             description=f"Action turns the agent may take, 1 to {MAX_TURNS_LIMIT} (default "
             f"{settings.RUN_DEFAULT_MAX_TURNS}); one more turn follows for its verdict.",
-            ge=1,
-            le=MAX_TURNS_LIMIT,
         ),
     ] = None,
     max_cost_usd: Annotated[
-        float | None,
+        Annotated[float, advertised(exclusiveMinimum=0, maximum=float(MAX_COST_USD_LIMIT))] | None,
         Field(
             description="The most the run's model requests may cost, in US dollars, such as 0.5 (default: the "
-            "workspace's cap). A request that would pass it is not sent: the agent gets its verdict turn instead.",
-            gt=0,
-            le=float(MAX_COST_USD_LIMIT),
+            f"workspace's cap), at most {MAX_COST_USD_LIMIT}. A request that would pass it is not sent: the agent "
+            "gets its verdict turn instead.",
         ),
     ] = None,
     session_id: Annotated[
@@ -243,17 +261,33 @@ async def launch_run(
             max_length=60,
         ),
     ] = None,
+    save_profile: Annotated[
+        bool | None,
+        Field(
+            description="With profile_id: write the browser's final state back to the profile when the run ends "
+            "(the default, true), or leave the profile as it was (false)."
+        ),
+    ] = None,
+    file_ids: Annotated[
+        list[Annotated[str, Field(max_length=60)]] | None,
+        Field(
+            description="Files of the workspace (file_…, uploaded with POST /api/v1/files) the agent may set on a "
+            "page's file input; at most 20.",
+            max_length=20,
+        ),
+    ] = None,
 ) -> Annotated[CallToolResult, RunOut]:
     """Launch a browser-agent run in the workspace and return it, queued. Follow it with wait_for_run (progress per
     turn, returns the finished run) or get_run. The agent ends by calling done with success, output and, with an
     output_schema, data."""
 
     def work(request: McpRequest) -> CallToolResult:
-        launched = launch.launch_run(
-            request.workspace,
+        launch_request = LaunchRequest(
             task=task,
             start_url=start_url,
             model=model,
+            effort=effort,
+            thinking=thinking,
             output_schema=output_schema,
             judge=judge,
             judge_context=judge_context,
@@ -261,8 +295,11 @@ async def launch_run(
             max_cost_usd=max_cost_usd,
             session_id=session_id,
             profile_id=profile_id,
+            save_profile=save_profile,
+            file_ids=file_ids,
         )
-        return structured(as_api_json(RunOut, run_out(reload(request, launched.run))))
+        launched = launch(request.workspace, launch_request)
+        return structured(as_api_json(RunOut, run_shown(request.workspace, launched.run)))
 
     return await answer(ctx, work)
 
@@ -271,7 +308,7 @@ async def launch_run(
 async def get_run(ctx: Context, run_id: RUN_ID) -> Annotated[CallToolResult, RunOut]:
     """A run as it is now: status (queued, running, succeeded, failed, cancelled), success, output (the agent's own
     account), data (matching its output_schema), error, judgment, signals, usage and cost_usd."""
-    return await answer(ctx, lambda request: structured(as_api_json(RunOut, runs_api.get_run(request, run_id))))
+    return await answer(ctx, lambda request: structured(read_run(request, run_id)))
 
 
 @dataclass(frozen=True)
@@ -290,7 +327,7 @@ def turn_summary(number: int, tools: list[str]) -> str:
 
 def look_at(request: McpRequest, run_id: str, after: int, since_turn: int, include_judgment: bool) -> Look:
     """The run's turns that began after turn `since_turn` in its events after seq `after`, and whether it is settled:
-    finished and, when asked and a judgment is coming (runs.judging.services.judge_on_finish), judged."""
+    finished and, when asked and a judgment is coming (judge.services.judge_on_finish), judged."""
     run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
     rows = Event.objects.filter(run=run, seq__gt=after, type__in=TURN_EVENTS).order_by("seq")
     turns: dict[int, list[str]] = {}
@@ -301,7 +338,7 @@ def look_at(request: McpRequest, run_id: str, after: int, since_turn: int, inclu
         last_seq = seq
         if isinstance(turn, int) and turn > since_turn:
             tools = turns.setdefault(turn, [])
-            if type == "agent.tool_use":
+            if type == event_types.AGENT_TOOL_USE.name:
                 tools.append(f"{toolset}.{name}" if toolset else str(name))
     judgment_coming = include_judgment and run.judge and run.status != Run.Status.CANCELLED
     settled = run.is_finished and (not judgment_coming or Judgment.objects.filter(run=run).exists())
@@ -343,7 +380,7 @@ async def wait_for_run(
             if look.settled or remaining <= 0:
                 break
             await asyncio.sleep(min(WAIT_POLL_SECONDS, remaining))
-        run = await in_thread(lambda: as_api_json(RunOut, runs_api.get_run(request, run_id)))
+        run = await in_thread(functools.partial(read_run, request, run_id))
     except ServiceError as error:
         return refusal(error)
     if look.settled:
@@ -370,7 +407,9 @@ async def list_runs(
 ) -> Annotated[CallToolResult, RunListOut]:
     """The workspace's runs, newest first, a page at a time: runs, next_cursor (None on the last page) and has_more."""
     filters = RunFilters(status=status, session_id=session_id, verdict=verdict, limit=limit, cursor=cursor)
-    return await answer(ctx, lambda request: structured(as_api_json(RunListOut, runs_api.list_runs(request, filters))))
+    return await answer(
+        ctx, lambda request: structured(as_api_json(RunListOut, reading.list_runs(request.workspace, filters)))
+    )
 
 
 @server.tool(
@@ -379,7 +418,13 @@ async def list_runs(
 async def cancel_run(ctx: Context, run_id: RUN_ID) -> Annotated[CallToolResult, RunOut]:
     """Cancel a run and return it: a queued run is cancelled at once, a running one stops at its next safe point
     (its status turns cancelled shortly after), a finished run is returned as it is."""
-    return await answer(ctx, lambda request: structured(as_api_json(RunOut, runs_api.cancel_run(request, run_id))))
+
+    def work(request: McpRequest) -> CallToolResult:
+        run = find_run(request.workspace, run_id)
+        request_cancel(run)
+        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
+
+    return await answer(ctx, work)
 
 
 @server.tool(title="Judge a finished run again", annotations=ToolAnnotations(read_only_hint=False))
@@ -400,9 +445,9 @@ async def rejudge_run(
     usage."""
 
     def work(request: McpRequest) -> CallToolResult:
-        run: Run = find(runs_api.runs_of(request), run_id, "run")
+        run = find_run(request.workspace, run_id)
         request_rejudge(run, judge_context=judge_context, requested_by=None)
-        return structured(as_api_json(RunOut, run_out(reload(request, run))))
+        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
 
     return await answer(ctx, work)
 
@@ -429,15 +474,15 @@ async def answer_input(
     with no pending question, or one already answered, is a conflict."""
 
     def work(request: McpRequest) -> CallToolResult:
-        run: Run = find(runs_api.runs_of(request), run_id, "run")
+        run = find_run(request.workspace, run_id)
         chosen = input_id
         if chosen is None:
             pending = human.pending_input(run)
             if pending is None:
                 raise Conflict("The run has no pending question to answer.")
             chosen = pending["id"]
-        human.answer_input(run, chosen, text, by=runs_api.actor(request))
-        return structured(as_api_json(RunOut, run_out(reload(request, run))))
+        human.answer_input(run, chosen, text, by=request.api_key.actor)
+        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
 
     return await answer(ctx, work)
 
@@ -458,9 +503,9 @@ async def resume_run(
     that is not paused is a conflict."""
 
     def work(request: McpRequest) -> CallToolResult:
-        run: Run = find(runs_api.runs_of(request), run_id, "run")
-        human.resume(run, by=runs_api.actor(request), note=note)
-        return structured(as_api_json(RunOut, run_out(reload(request, run))))
+        run = find_run(request.workspace, run_id)
+        human.resume(run, by=request.api_key.actor, note=note)
+        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
 
     return await answer(ctx, work)
 

@@ -1,5 +1,5 @@
 """Admin for sessions, runs and events: runs show their signals, the latest judge verdict, requests and cost. (The
-judge's own records, judgments and outcome evaluations, have their admin in runs/judging/admin.py.)"""
+judge's own records, judgments and outcome evaluations, have their admin in judge/admin.py.)"""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from agent_platform.admin import dollars
+from agent_platform.lib.money import format_usd
+from judge.models import Judgment, latest_judge_verdict
 
 from .files import StoredFile
-from .judging.models import Judgment, latest_judge_verdict
 from .models import Event, Proxy, Run, Session
 from .profiles.models import Profile
 
@@ -356,7 +356,7 @@ class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # generic in the st
     @admin.display(description="cost", ordering="cost_usd")
     def cost(self, obj: Run) -> str:
         # As the billing pages write money ($0.41), not the column's eight stored places.
-        return dollars(obj.cost_usd.quantize(Decimal("0.0001")).normalize() if obj.cost_usd is not None else None)
+        return format_usd(obj.cost_usd.quantize(Decimal("0.0001")).normalize() if obj.cost_usd is not None else None)
 
     @admin.display(description="task", ordering="task")
     def task_excerpt(self, obj: Run) -> str:

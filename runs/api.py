@@ -1,14 +1,12 @@
 """The runs API: launch, list, read and cancel runs, read their events, and their sessions. (Re-judging and the
-judgments list are the judge's endpoints, in runs/judging/api.py.)"""
+judgments list are the judge's endpoints, in judge/api.py.)"""
 
 import dataclasses
-import re
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from datetime import datetime
+from typing import Annotated, Any
 
 from django.conf import settings
-from django.db.models import Count, Model, Prefetch, Q, QuerySet
+from django.db.models import Count
 from django.http import HttpResponse
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, StringConstraints
@@ -17,25 +15,35 @@ from agent_platform import ids
 from agent_platform.api import (
     ERROR_RESPONSES,
     NOT_BLANK,
-    PATTERN_MEANINGS,
     ApiRequest,
     ErrorOut,
-    Instant,
     PathId,
+    advertised,
     documented_pattern,
 )
-from agent_platform.errors import InvalidRequest, NotFound
+from agent_platform.errors import InvalidRequest
 from agent_platform.lib.text import stripped_text_pattern
+from agent_platform.lookup import UUID_ID, find
+from judge.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS
 
-from . import human
-from .judging.models import latest_judge_verdict
-from .judging.services import JUDGE_CONTEXT_MAX_CHARS, JUDGE_CONTEXT_MAX_STATEMENTS
-from .launch import TASK_MAX_CHARS, launch_run
+from . import human, reading
+from .launch import launch
+from .launch_rules import TASK_MAX_CHARS, LaunchRequest
 from .lifecycle import request_cancel
-from .models import UUID_ID, Event, Run, RunInput, Session
-from .profiles.models import Profile
+from .models import Event, Run, Session
 from .queueing import depth
-from .recipes.models import Replay
+from .reading import (
+    PAGE_DEFAULT,
+    PAGE_MAX,
+    Cursor,
+    RunFilters,
+    RunListOut,
+    RunOut,
+    find_run,
+    paginate,
+    run_out,
+    run_shown,
+)
 from .recipes.services import launch_replay
 
 router = Router()
@@ -43,12 +51,6 @@ router = Router()
 RunPathId = Annotated[str, PathId("run", "run", (UUID_ID.pattern,))]
 SessionPathId = Annotated[str, PathId("session", "sess", (UUID_ID.pattern,))]
 
-Found = TypeVar("Found", bound=Model)
-Paged = TypeVar("Paged", Run, Session, Profile)
-
-PUBLIC_ID = re.compile(r"^[a-z]{2,8}_[0-9a-z]{1,40}$")
-PAGE_DEFAULT = 20
-PAGE_MAX = 100
 EVENTS_DEFAULT = 100
 EVENTS_MAX = 1000
 SEQ_MAX = 2**31 - 1
@@ -82,10 +84,8 @@ class OutcomeIn(Schema):
 class RunIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    task: StrictStr | None = Field(
+    task: Annotated[StrictStr, advertised(pattern=NOT_BLANK, maxLength=TASK_MAX_CHARS)] | None = Field(
         None,
-        pattern=NOT_BLANK,
-        max_length=TASK_MAX_CHARS,
         description="What the agent should do (at most 20,000 characters). Required, unless recipe_id is given: a "
         "replay's task is its recipe's.",
     )
@@ -137,7 +137,7 @@ class RunIn(Schema):
         None, description="An object JSON Schema in the bounded subset (at most 8 KiB) the run's data must satisfy."
     )
     judge: StrictBool = Field(False, description="Have a judge read the run after it finishes.")
-    judge_context: JudgeContext | None = Field(
+    judge_context: list[StrictStr] | None = Field(
         None, description="At most 8 statements of at most 500 characters the judge weighs first."
     )
     outcome: OutcomeIn | None = None
@@ -168,117 +168,6 @@ class RunIn(Schema):
         None,
         description="Write the run's final browser state back to its profile when it ends (default true).",
     )
-
-
-class RunErrorOut(Schema):
-    code: str
-    message: str
-
-
-class RunUsageOut(Schema):
-    requests: int
-    total: int
-    output: int
-    cache_read: int
-    cache_write: int
-    cost_usd: str = Field(description="Exact decimal string, in US dollars.")
-
-
-class JudgmentOut(Schema):
-    verdict: Literal["pass", "fail", "uncertain"]
-    reason: str
-    blocked: bool
-    impossible: bool
-    judged_at: str
-
-
-class EvaluationUsageOut(Schema):
-    input_tokens: int
-    output_tokens: int
-    cache_read_input_tokens: int
-    cache_creation_input_tokens: int
-    speed: str | None
-
-
-class EvaluationOut(Schema):
-    iteration: int
-    result: str | None
-    explanation: str
-    usage: EvaluationUsageOut
-
-
-class OutcomeOut(Schema):
-    id: str
-    description: str
-    max_iterations: int
-    evaluations: list[EvaluationOut]
-
-
-class PendingInputOut(Schema):
-    id: str = Field(description="The input's id (inp_…): answer it with POST /api/v1/runs/{id}/input.")
-    question: str
-    secret: bool = Field(description="The answer is masked everywhere, and the agent sees only a placeholder of it.")
-    asked_at: datetime
-
-
-class RunRecipeOut(Schema):
-    recipe_id: str
-    version: int = Field(description="The recipe version it replays.")
-    parameters: dict[str, str]
-    replayed_steps: int = Field(description="Steps done without the model.")
-    healed_from_step: int | None = Field(description="The step where the model took over; null: none did.")
-    why_healed: str | None
-    cost_saved_usd: str | None = Field(
-        description="The source run's cost less this run's, once it ended (exact decimal string, US dollars)."
-    )
-    proposed_version: int | None = Field(description="The recipe version this healed run proposed, if any.")
-
-
-class RunOut(Schema):
-    id: str
-    session_id: str
-    kind: Literal["agent", "sign_in"] = Field(description="agent, or sign_in: a sign-in by hand (no model requests).")
-    profile_id: str | None = Field(description="The profile the run's browser started from, if any.")
-    save_profile: bool = Field(description="Whether the run writes its final browser state back to its profile.")
-    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
-    task: str
-    start_url: str
-    model: str
-    effort: str = Field(description="The effort level asked for; empty for the model's default.")
-    thinking: str = Field(description="The thinking mode asked for; empty for the default (adaptive where offered).")
-    scripted: bool
-    max_turns: int
-    max_cost_usd: str | None
-    judge: bool
-    judge_context: list[str]
-    allowed_domains: list[str]
-    output_schema: dict[str, Any] | None
-    proxy_id: str | None = Field(
-        description="The workspace proxy the run's browser goes out through (its session's); null: directly."
-    )
-    success: bool | None
-    output: str
-    data: Any = None
-    error: RunErrorOut | None
-    signals: dict[str, Any]
-    usage: RunUsageOut
-    judgment: JudgmentOut | None
-    outcome: OutcomeOut | None
-    metadata: dict[str, Any]
-    pending_input: PendingInputOut | None = Field(
-        description="The question the agent asked the operator (ask_human) and waits on; null when none."
-    )
-    paused: bool = Field(description="A person has control: the agent sends no model request until resumed.")
-    recipe: RunRecipeOut | None = Field(description="The recipe the run replays (launched with recipe_id); null: none.")
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-
-class RunListOut(Schema):
-    runs: list[RunOut]
-    next_cursor: str | None
-    has_more: bool
 
 
 class EventOut(Schema):
@@ -315,176 +204,6 @@ class SessionListOut(Schema):
 ERRORS = ERROR_RESPONSES
 
 
-# --- reading rows --------------------------------------------------------------------------------------------------
-
-
-def runs_of(request: ApiRequest) -> QuerySet[Run]:
-    return (
-        Run.objects.for_workspace(request.workspace)
-        .select_related("session", "session__proxy", "outcome", "profile")
-        .select_related("replay__recipe", "replay__version", "replay__proposed_version")  # a replay's recipe
-        # The judge's records of the run; their own orderings put the latest judgment first and the evaluation cycles
-        # in order.
-        .prefetch_related(
-            "judgments",
-            "outcome__evaluations",
-            Prefetch("inputs", queryset=RunInput.objects.filter(state=RunInput.State.PENDING), to_attr="pending"),
-        )
-    )
-
-
-def find(queryset: QuerySet[Found], public_id: str, what: str) -> Found:
-    """The workspace's object with this id (or the UUID the v4 API gives it); any other id (malformed, unknown,
-    another workspace's) is not_found."""
-    if PUBLIC_ID.match(public_id):
-        found = queryset.filter(public_id=public_id).first()
-    else:
-        found = queryset.filter(uuid=public_id).first() if UUID_ID.match(public_id) else None
-    if found is None:
-        raise NotFound(f"No {what} '{public_id[:60]}' in this workspace.")
-    return found
-
-
-def outcome_out(run: Run) -> dict[str, Any] | None:
-    try:
-        outcome = run.outcome
-    except Run.outcome.RelatedObjectDoesNotExist:
-        return None
-    return {
-        "id": outcome.public_id,
-        "description": outcome.description,
-        "max_iterations": outcome.max_iterations,
-        "evaluations": [
-            {
-                "iteration": evaluation.iteration,
-                "result": evaluation.result or None,
-                "explanation": evaluation.explanation,
-                "usage": {
-                    "input_tokens": evaluation.input_tokens,
-                    "output_tokens": evaluation.output_tokens,
-                    "cache_read_input_tokens": evaluation.cache_read_input_tokens,
-                    "cache_creation_input_tokens": evaluation.cache_creation_input_tokens,
-                    "speed": evaluation.speed,
-                },
-            }
-            for evaluation in outcome.evaluations.all()
-        ],
-    }
-
-
-def recipe_of(run: Run) -> dict[str, Any] | None:
-    try:
-        replay = run.replay  # runs_of selects it with its recipe and versions
-    except Replay.DoesNotExist:
-        return None
-    saved = replay.cost_saved_usd
-    return {
-        "recipe_id": replay.recipe.public_id,
-        "version": replay.version.number,
-        "parameters": replay.parameters,
-        "replayed_steps": replay.replayed_steps,
-        "healed_from_step": replay.healed_from_step,
-        "why_healed": replay.why_healed or None,
-        "cost_saved_usd": format(saved.normalize(), "f") if saved is not None else None,
-        "proposed_version": replay.proposed_version.number if replay.proposed_version else None,
-    }
-
-
-def run_out(run: Run) -> dict[str, Any]:
-    """A run as the API returns it (runs_of's prefetches keep a page of these at a fixed number of queries)."""
-    judgments = list(run.judgments.all())
-    return {
-        "id": run.public_id,
-        "session_id": run.session.public_id,
-        "kind": run.kind,
-        "profile_id": run.profile.public_id if run.profile is not None else None,
-        "save_profile": run.save_profile,
-        "status": run.status,
-        "task": run.task,
-        "start_url": run.start_url,
-        "model": run.model,
-        "effort": run.effort,
-        "thinking": run.thinking,
-        "scripted": run.scripted,
-        "max_turns": run.max_turns,
-        "max_cost_usd": format(run.max_cost_usd.normalize(), "f") if run.max_cost_usd is not None else None,
-        "judge": run.judge,
-        "judge_context": run.judge_context,
-        "allowed_domains": run.allowed_domains,
-        # The schema is the session's: a follow-up that named none still answers to it.
-        "output_schema": run.session.output_schema,
-        "proxy_id": run.session.proxy.public_id if run.session.proxy else None,
-        "success": run.success,
-        "output": run.output,
-        "data": run.data,
-        "error": {"code": run.error_code, "message": run.error_message} if run.error_code else None,
-        "signals": run.signals,
-        "usage": run.usage,
-        "judgment": judgments[0].as_dict() if judgments else None,
-        "outcome": outcome_out(run),
-        "metadata": run.metadata,
-        "pending_input": human.pending_input(run),
-        "paused": run.is_paused,
-        "recipe": recipe_of(run),
-        "created_at": run.created_at,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-    }
-
-
-def reload(request: ApiRequest, run: Run) -> Run:
-    return runs_of(request).get(pk=run.pk)
-
-
-# --- cursors: opaque, over (created_at, id) so pages stay stable while new rows arrive --------------------------------
-
-
-# A cursor is the position after a page's last row: its creation instant in microseconds since 1970, a dot, and its
-# primary key. Every string of this shape is a position, so the API takes exactly what the document's pattern says.
-CURSOR_PATTERN = documented_pattern(r"^[0-9]{1,16}\.[0-9]{1,18}$", "not a cursor this API returned.")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-Cursor = Annotated[str, StringConstraints(pattern=CURSOR_PATTERN)]
-# A session's id where a filter takes one (a query parameter): refused unless it has the shape ids.session_id makes.
-SessionId = Annotated[
-    str, StringConstraints(pattern=documented_pattern(ids.public_id_pattern("sess"), "not a session id of this API."))
-]
-
-
-def encode_cursor(row: Run | Session | Profile) -> str:
-    return f"{(row.created_at - EPOCH) // timedelta(microseconds=1)}.{row.pk}"
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, int]:
-    """The position a cursor names (16 digits of microseconds stay before year 2287). The v1 schema checks the shape
-    first; the v4 API's filters take any string, so it is checked here as well."""
-    if not re.fullmatch(CURSOR_PATTERN, cursor):
-        raise InvalidRequest.of_field("cursor", PATTERN_MEANINGS[CURSOR_PATTERN])
-    microseconds, pk = cursor.split(".")
-    return EPOCH + timedelta(microseconds=int(microseconds)), int(pk)
-
-
-@dataclass(frozen=True)
-class Page(Generic[Paged]):
-    """A page of rows, newest first, with the cursor of the next page (None on the last)."""
-
-    rows: list[Paged]
-    next_cursor: str | None
-    has_more: bool
-
-
-def paginate(queryset: QuerySet[Paged], cursor: str | None, limit: int) -> Page[Paged]:
-    """A page of a queryset ordered newest first by (created_at, id), with the cursor of the next page."""
-    queryset = queryset.order_by("-created_at", "-id")
-    if cursor:
-        created_at, pk = decode_cursor(cursor)
-        queryset = queryset.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, pk__lt=pk))
-    rows = list(queryset[: limit + 1])
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    return Page(rows, encode_cursor(rows[-1]) if has_more else None, has_more)
-
-
 # --- runs ----------------------------------------------------------------------------------------------------------
 
 
@@ -505,50 +224,29 @@ def create_run(
     idempotency_key: str | None = Header(None, alias="Idempotency-Key"),  # type: ignore[type-arg]  # ninja types its Query()/Header() defaults as generic
 ) -> Status[dict[str, Any]]:
     body = payload.model_dump(exclude_unset=True)
-    if body.get("recipe_id") is not None:
-        launched = launch_replay(request.workspace, **body, idempotency_key=idempotency_key)
+    recipe_id, parameters = body.pop("recipe_id", None), body.pop("parameters", None)
+    launch_request = LaunchRequest.of(body, idempotency_key=idempotency_key)
+    if recipe_id is not None:
+        launched = launch_replay(request.workspace, launch_request, recipe_id=recipe_id, parameters=parameters)
     else:
-        if body.pop("parameters", None) is not None:
+        if parameters is not None:
             raise InvalidRequest.of_field("parameters", "is taken only with recipe_id")
-        body.pop("recipe_id", None)
-        if body.get("task") is None:
+        if launch_request.task is None:
             raise InvalidRequest.of_field("task", "is required (unless recipe_id names a recipe to replay)")
-        launched = launch_run(request.workspace, **body, idempotency_key=idempotency_key)
+        launched = launch(request.workspace, launch_request)
     if launched.replayed:
         response["Idempotent-Replayed"] = "true"
-    return Status(201, run_out(reload(request, launched.run)))
-
-
-class RunFilters(Schema):
-    status: Literal["queued", "running", "succeeded", "failed", "cancelled"] | None = None
-    session_id: SessionId | None = None
-    verdict: Literal["pass", "fail", "uncertain"] | None = Field(None, description="The latest judgment's verdict.")
-    created_after: Instant | None = None
-    created_before: Instant | None = None
-    cursor: Cursor | None = Field(None, description="next_cursor of the previous page, as it was given.")
-    limit: int = Field(PAGE_DEFAULT, ge=1, le=PAGE_MAX)
+    return Status(201, run_shown(request.workspace, launched.run))
 
 
 @router.get("/runs", response={200: RunListOut, **ERRORS}, tags=["runs"], summary="List runs, newest first")
 def list_runs(request: ApiRequest, filters: Query[RunFilters]) -> dict[str, Any]:
-    runs = runs_of(request)
-    if filters.status:
-        runs = runs.filter(status=filters.status)
-    if filters.session_id is not None:
-        runs = runs.filter(session__public_id=filters.session_id)
-    if filters.verdict:
-        runs = runs.annotate(latest_verdict=latest_judge_verdict()).filter(latest_verdict=filters.verdict)
-    if created_after := filters.created_after:
-        runs = runs.filter(created_at__gt=created_after)
-    if created_before := filters.created_before:
-        runs = runs.filter(created_at__lt=created_before)
-    page = paginate(runs, filters.cursor, filters.limit)
-    return {"runs": [run_out(run) for run in page.rows], "next_cursor": page.next_cursor, "has_more": page.has_more}
+    return reading.list_runs(request.workspace, filters)
 
 
 @router.get("/runs/{run_id}", response={200: RunOut, **ERRORS}, tags=["runs"], summary="A run")
 def get_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
-    return run_out(find(runs_of(request), run_id, "run"))
+    return run_out(find_run(request.workspace, run_id))
 
 
 @router.post(
@@ -560,17 +258,12 @@ def get_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     "a finished run is returned as it is.",
 )
 def cancel_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
-    run = find(runs_of(request), run_id, "run")
+    run = find_run(request.workspace, run_id)
     request_cancel(run)
-    return run_out(reload(request, run))
+    return run_shown(request.workspace, run)
 
 
 # --- a person in the loop ----------------------------------------------------------------------------------------
-
-
-def actor(request: ApiRequest) -> str:
-    """Who did it, as events and the agent's messages name them: the API key (by its visible prefix)."""
-    return f"api key {request.api_key.prefix}"
 
 
 class InputIn(Schema):
@@ -625,9 +318,9 @@ def body_examples(**examples: dict[str, Any]) -> dict[str, Any]:
     ),
 )
 def answer_input(request: ApiRequest, run_id: RunPathId, payload: InputIn) -> dict[str, Any]:
-    run = find(runs_of(request), run_id, "run")
-    human.answer_input(run, payload.id, payload.text, by=actor(request))
-    return run_out(reload(request, run))
+    run = find_run(request.workspace, run_id)
+    human.answer_input(run, payload.id, payload.text, by=request.api_key.actor)
+    return run_shown(request.workspace, run)
 
 
 @router.post(
@@ -641,9 +334,9 @@ def answer_input(request: ApiRequest, run_id: RunPathId, payload: InputIn) -> di
     "RUN_INPUT_TIMEOUT_SECONDS resumes by itself (run.resumed with by: timeout).",
 )
 def pause_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
-    run = find(runs_of(request), run_id, "run")
-    human.pause(run, by=actor(request))
-    return run_out(reload(request, run))
+    run = find_run(request.workspace, run_id)
+    human.pause(run, by=request.api_key.actor)
+    return run_shown(request.workspace, run)
 
 
 @router.post(
@@ -659,9 +352,9 @@ def pause_run(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     ),
 )
 def resume_run(request: ApiRequest, run_id: RunPathId, payload: ResumeIn) -> dict[str, Any]:
-    run = find(runs_of(request), run_id, "run")
-    human.resume(run, by=actor(request), note=payload.note)
-    return run_out(reload(request, run))
+    run = find_run(request.workspace, run_id)
+    human.resume(run, by=request.api_key.actor, note=payload.note)
+    return run_shown(request.workspace, run)
 
 
 @router.post(
@@ -674,9 +367,9 @@ def resume_run(request: ApiRequest, run_id: RunPathId, payload: ResumeIn) -> dic
     openapi_extra=body_examples(steer={"text": "Only look at invoices from 2026."}),
 )
 def queue_message(request: ApiRequest, run_id: RunPathId, payload: MessageIn) -> Status[dict[str, Any]]:
-    run = find(runs_of(request), run_id, "run")
-    human.queue_message(run, payload.text, by=actor(request))
-    return Status(202, run_out(reload(request, run)))
+    run = find_run(request.workspace, run_id)
+    human.queue_message(run, payload.text, by=request.api_key.actor)
+    return Status(202, run_shown(request.workspace, run))
 
 
 class EventFilters(Schema):
@@ -771,5 +464,5 @@ def list_sessions(request: ApiRequest, filters: Query[SessionFilters]) -> dict[s
 )
 def get_session(request: ApiRequest, session_id: SessionPathId) -> dict[str, Any]:
     session = find(Session.objects.for_workspace(request.workspace), session_id, "session")
-    runs = list(runs_of(request).filter(session=session).order_by("created_at", "id"))
+    runs = list(reading.runs_of(request.workspace).filter(session=session).order_by("created_at", "id"))
     return {**session_out(session, len(runs)), "runs": [run_out(run) for run in runs]}

@@ -7,7 +7,7 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from .launch import MAX_TURNS_LIMIT
+from .launch_rules import MAX_TURNS_LIMIT
 
 
 @register(Tags.compatibility)

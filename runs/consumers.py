@@ -15,7 +15,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from agent_platform import metrics
 from agent_platform.access import SESSION_KEY
 from agent_platform.models import workspaces_of
-from runs.live import amark_watched, control_group, control_input, live_group
+from runs.live import amark_watched, control_group, control_input, input_id, live_group
 
 from .events import run_group, workspace_group
 from .models import Event, Run
@@ -198,17 +198,31 @@ def _accepts_control(run_pk: int) -> bool:
 class LiveViewConsumer(SignedInConsumer):
     """`ws/runs/<run_id>/live/`: the live picture of the run's browser tab while this socket is open.
 
-    Being connected is what makes the worker stream (a presence key it polls); frames are forwarded as
+    Being connected is what makes the worker stream (a presence key it polls; on connect the worker is also asked for
+    the current frame, since a paused page sends none); frames are forwarded as
     {"type": "frame", "jpeg": base64, "width", "height", "url", "cursor": {x, y, action} | null}, stale ones
     dropped; {"type": "ended"} when the run's browser closes.
+
+    While the person has control, each {"type": "input", "id": N, ...} is answered once: {"type": "input_refused",
+    "id", "reason"} by the web (not in control, invalid), or {"type": "input_ack", "id", "ok", "reason"} by the
+    worker that holds the page, sent to this socket's own channel. No answer means no worker took it.
     """
+
+    async def accept_visible(self) -> tuple[int, str] | None:
+        """The (pk, public id) of what this socket shows, or None once closed: a run here; a browser session's socket
+        (browsers.consumers) shows a session with the same machinery, keyed by the session's public id."""
+        return await self.accept_visible_run()
+
+    async def accepts_control(self, pk: int) -> bool:
+        """Whether a person's input may reach the page now."""
+        return await _accepts_control(pk)
 
     async def connect(self) -> None:
         self.group: str | None = None
         self.presence: asyncio.Future[None] | None = None
         self.control_checked_at = 0.0
         self.control_allowed = False
-        found = await self.accept_visible_run()
+        found = await self.accept_visible()
         if found is None:
             return
         self.run_pk, self.public_id = found
@@ -217,6 +231,18 @@ class LiveViewConsumer(SignedInConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         self.presence = asyncio.ensure_future(self.keep_present())
         await self.send_json({"type": "watching"})
+        await self.ask_for_frame()
+
+    async def ask_for_frame(self) -> None:
+        """The worker holding the page sends its current frame to every viewer (and starts streaming if this is the
+        first): a paused or idle page gives the screencast nothing to send. Marked present first, so its next poll
+        does not stop what this starts."""
+        try:
+            await amark_watched(self.public_id)
+            group = control_group(self.public_id)
+            await self.channel_layer.group_send(group, {"type": "live.wanted", "group": group})
+        except Exception:
+            log.debug("live view of %s: no frame asked for", self.public_id, exc_info=True)
 
     async def keep_present(self) -> None:
         while True:
@@ -247,17 +273,33 @@ class LiveViewConsumer(SignedInConsumer):
         opened on a run of their workspace) and only while the run accepts control; sent to the worker that holds
         the page, never stored or logged."""
         cleaned = control_input(content)
+        number = input_id(content)
         if cleaned is None:
-            await self.send_json({"type": "input_refused", "reason": "invalid"})
+            await self.send_json({"type": "input_refused", "id": number, "reason": "invalid"})
             return
         now = time.monotonic()
         if now - self.control_checked_at > CONTROL_CHECK_SECONDS:
-            self.control_allowed = await _accepts_control(self.run_pk)
+            self.control_allowed = await self.accepts_control(self.run_pk)
             self.control_checked_at = now
         if not self.control_allowed:
-            await self.send_json({"type": "input_refused", "reason": "not_in_control"})
+            await self.send_json({"type": "input_refused", "id": number, "reason": "not_in_control"})
             return
-        await self.channel_layer.group_send(control_group(self.public_id), {"type": "control.input", "input": cleaned})
+        group = control_group(self.public_id)
+        await self.channel_layer.group_send(
+            group,
+            {"type": "control.input", "group": group, "input": cleaned, "id": number, "reply_to": self.channel_name},
+        )
+
+    async def control_ack(self, message: dict[str, Any]) -> None:
+        """The worker's answer to one of this socket's inputs: applied, or why not."""
+        await self.send_json(
+            {
+                "type": "input_ack",
+                "id": message.get("id"),
+                "ok": bool(message.get("ok")),
+                "reason": message.get("reason"),
+            }
+        )
 
     async def live_frame(self, message: dict[str, Any]) -> None:
         if time.time() - float(message.get("sent_at") or 0) > FRAME_MAX_AGE_SECONDS:

@@ -1,4 +1,4 @@
-"""What the loop needs of an outcome evaluator, the one it calls after an accepted done: runs.judging.outcomes'
+"""What the loop needs of an outcome evaluator, the one it calls after an accepted done: judge.outcomes'
 OutcomeGrader in a run, another one where a test drives the loop's decisions by hand."""
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
 
+from . import event_types
 from .models import Event, Run
 from .secrets import mask
 from .signals import LIFECYCLE_EVENT_TYPES, run_lifecycle_event
@@ -26,21 +27,7 @@ def workspace_group(workspace_id: int) -> str:
 
 
 # Events that change what a runs-list row shows; the list's socket is told about these only.
-ROW_CHANGING_TYPES = frozenset(
-    {
-        "run.started",
-        "run.finished",
-        "agent.usage",
-        "agent.tool_result",
-        "run.judged",
-        # the row says whether the run waits for a person
-        "run.input_requested",
-        "run.input_received",
-        "run.input_timed_out",
-        "run.paused",
-        "run.resumed",
-    }
-)
+ROW_CHANGING_TYPES = event_types.following(event_types.Follow.ROW)
 
 
 def next_seq(run: Run) -> int:
@@ -55,12 +42,14 @@ def next_seq(run: Run) -> int:
 def emit(
     run: Run, type: str, data: dict[str, Any], *, public_id: str | None = None, processed_at: datetime | None = None
 ) -> Event:
-    """Append an event to the run and, once it is committed, push it to live viewers.
+    """Append an event to the run and, once it is committed, push it to live viewers; a type the registry does not
+    declare for runs (runs.event_types) is refused with ValueError, so nothing undeclared is ever stored.
 
     seq comes from the run row under a lock, so events are gap-free per run even when the judge and the agent
     write to the same run from different processes. `public_id` and `processed_at` let a caller put the event's own
     id and time in its data (the outcome evaluation spans do, as the spec shapes them).
     """
+    event_types.check(type, event_types.Record.RUN)
     # The run's secrets never reach the record: their values are written as placeholders.
     data = mask(data, getattr(run, "secrets", None))
     with transaction.atomic():
@@ -101,6 +90,8 @@ def emit_many(run: Run, items: list[tuple[str, dict[str, Any], datetime]]) -> li
     ones as `emit` does."""
     if not items:
         return []
+    for type, _data, _at in items:
+        event_types.check(type, event_types.Record.RUN)
     secrets = getattr(run, "secrets", None)
     with transaction.atomic():
         last = take_seqs(run, len(items))

@@ -10,6 +10,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from typing import IO, Any
+from uuid import uuid4
 
 from django.conf import settings
 from django.core.files.base import File
@@ -19,6 +20,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django.http import FileResponse
 from django.utils import timezone
+from ninja import Schema
 
 from agent_platform import ids
 from agent_platform.artifacts import serve_stored_file
@@ -35,6 +37,8 @@ FALLBACK_NAME = "file"
 RESERVED = re.compile(r'[<>:"|?*\\/]')
 HASH_CHUNK_BYTES = 1024 * 1024
 FILE_IDS_MAX = 20
+# What a workspace's files may take together (uploads and downloads; the v4 API reports it as the quota).
+WORKSPACE_FILES_MAX_BYTES = 10 * 1024**3
 
 
 def file_id() -> str:
@@ -88,6 +92,8 @@ class StoredFile(models.Model):
         UPLOAD = "upload"
 
     public_id = models.CharField(max_length=40, unique=True, default=file_id, editable=False)
+    # The id Browser Use's v4 API knows the file by (an upload's id, an attachment's id): its ids are UUIDs.
+    uuid = models.UUIDField(unique=True, null=True, default=uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="files")
     run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE, related_name="downloaded_files")
     # The runs launched with this file (file_ids): their agents may set it on a file input.
@@ -237,6 +243,27 @@ def clean_file_ids(workspace: Workspace, file_ids: object) -> list[StoredFile]:
 def files_of_run(run: Run) -> list[StoredFile]:
     """What a run has: the files it was given, then what its browser downloaded (the model's order: oldest first)."""
     return [*run.given_files.all(), *run.downloaded_files.all()]
+
+
+class FileOut(Schema):
+    """A file as every door shows it (StoredFile.as_dict)."""
+
+    id: str
+    name: str
+    size: int
+    content_type: str
+    sha256: str
+    source: str
+    created_at: str
+
+
+class FileListOut(Schema):
+    files: list[FileOut]
+
+
+def run_files_out(run: Run) -> dict[str, Any]:
+    """A run's files as FileListOut shows them: the v1 API's and MCP's answer."""
+    return {"files": [row.as_dict() for row in files_of_run(run)]}
 
 
 def describe(rows: Iterable[StoredFile]) -> str:

@@ -5,14 +5,15 @@ from typing import Annotated, Any
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload, TemporaryFileUploadHandler
 from django.http import FileResponse, HttpRequest
-from ninja import Router, Schema, Status
+from ninja import Router, Status
 from ninja.errors import HttpError
 
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, PathId
-from agent_platform.errors import InvalidRequest, NotFound, UnsupportedMediaType
+from agent_platform.errors import InvalidRequest, UnsupportedMediaType
+from agent_platform.lookup import find
 
-from .api import RunPathId, find
-from .files import StoredFile, attachment, files_of_run, store_file, upload_too_large
+from .api import RunPathId
+from .files import FileListOut, FileOut, StoredFile, attachment, run_files_out, store_file, upload_too_large
 from .models import Run
 
 router = Router()
@@ -28,20 +29,6 @@ FILE_EXAMPLE = {
     "source": "download",
     "created_at": "2026-12-02T19:40:12.123456Z",
 }
-
-
-class FileOut(Schema):
-    id: str
-    name: str
-    size: int
-    content_type: str
-    sha256: str
-    source: str
-    created_at: str
-
-
-class FileListOut(Schema):
-    files: list[FileOut]
 
 
 class LimitedUpload(FileUploadHandler):
@@ -135,8 +122,7 @@ def upload_file(request: ApiRequest) -> Status[dict[str, Any]]:
     },
 )
 def list_run_files(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
-    run = find(Run.objects.for_workspace(request.workspace), run_id, "run")
-    return {"files": [row.as_dict() for row in files_of_run(run)]}
+    return run_files_out(find(Run.objects.for_workspace(request.workspace), run_id, "run"))
 
 
 @router.get(
@@ -157,7 +143,4 @@ def list_run_files(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
     },
 )
 def file_content(request: ApiRequest, file_id: FilePathId) -> FileResponse:
-    row = StoredFile.objects.for_workspace(request.workspace).filter(public_id=file_id[:60]).first()
-    if row is None:
-        raise NotFound(f"No file '{file_id[:60]}' in this workspace.")
-    return attachment(row)
+    return attachment(find(StoredFile.objects.for_workspace(request.workspace), file_id, "file"))

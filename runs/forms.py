@@ -1,4 +1,4 @@
-"""Reading the launch and re-judge forms into the launch service's arguments; the rules themselves live in launch.py."""
+"""Reading the launch and re-judge forms into the launch contract's fields; the rules themselves live in launch_rules.py."""
 
 import json
 from typing import Any
@@ -6,12 +6,11 @@ from typing import Any
 from django.http import QueryDict
 
 from agent_platform.errors import InvalidRequest
-
-from .judging.services import JUDGE_CONTEXT_MAX_STATEMENTS
+from judge.services import JUDGE_CONTEXT_MAX_STATEMENTS
 
 
 def _int_or_raw(value: str) -> int | str | None:
-    """Whole numbers become ints; anything else goes through as typed, so launch_run names the field that is wrong."""
+    """Whole numbers become ints; anything else goes through as typed, so the launch rules name the field that is wrong."""
     value = value.strip()
     if not value:
         return None
@@ -27,7 +26,7 @@ def judge_context_from(post: QueryDict) -> list[str]:
 
 
 def launch_arguments(post: QueryDict) -> dict[str, Any]:
-    """The keyword arguments of launch_run from a submitted launch form; a schema that is not JSON is refused here
+    """The LaunchRequest fields of a submitted launch form; a schema that is not JSON is refused here
     only because it cannot be passed on as an object at all."""
     schema_text = post.get("output_schema", "").strip()
     output_schema = None
@@ -72,7 +71,7 @@ def launch_arguments(post: QueryDict) -> dict[str, Any]:
 
 
 def secrets_from(text: str) -> dict[str, str] | None:
-    """The form's secrets, one NAME=value a line; launch_run checks names and values."""
+    """The form's secrets, one NAME=value a line; the launch rules check names and values."""
     secrets = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

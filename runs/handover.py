@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import tasks
+from . import event_types, tasks
 from .events import emit
 from .models import Event, Run, RunCheckpoint, RunInput
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 WORKER_LOST = "worker_lost"
 DRAINED = "drain"
 
-HANDOVER_EVENTS = {WORKER_LOST: "run.worker_lost", DRAINED: "run.handed_over"}
+HANDOVER_EVENTS = {WORKER_LOST: event_types.RUN_WORKER_LOST.name, DRAINED: event_types.RUN_HANDED_OVER.name}
 
 
 def continuable(run: Run) -> bool:

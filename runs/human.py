@@ -20,8 +20,8 @@ from agent_platform.lib.timestamps import rfc3339
 
 from .events import emit
 from .models import Run, RunInput, RunMessage
-from .secret_box import seal_value, unseal_value
-from .secrets import secret_value_problem
+from .secret_box import seal_value, unseal, unseal_value
+from .secrets import mask, secret_value_problem
 
 QUESTION_MAX_CHARS = 2_000
 TEXT_MAX_CHARS = 10_000
@@ -92,7 +92,9 @@ def running_agent_run(run: Run, doing: str) -> Run:
     if locked.kind != Run.Kind.AGENT:
         raise Conflict(f"Run {locked.public_id} has no agent (a sign-in by hand): it cannot be {doing}.")
     if locked.status != Run.Status.RUNNING:
-        raise Conflict(f"The run is {locked.status}; only a running run can be {doing}.")
+        ended: dict[str, str] = {Run.Status.QUEUED: "has not started yet", Run.Status.CANCELLED: "was cancelled"}
+        state = ended.get(locked.status, f"has {locked.status}")
+        raise Conflict(f"The run {state}; only a running run can be {doing}.")
     return locked
 
 
@@ -179,8 +181,22 @@ def queue_message(run: Run, text: object, *, by: str) -> RunMessage:
         if locked.kind != Run.Kind.AGENT or locked.is_finished:
             raise Conflict(f"Run {locked.public_id} takes no messages: it has ended, or has no agent.")
         message = RunMessage.objects.create(run=run, text=message_text, sent_by=by)
-        emit(run, "run.message_queued", {"text": message_text, "by": by, "queued_at": rfc3339(message.queued_at)})
+        # The event is masked as every other: the web holds the run's secrets sealed, so emit's own mask cannot.
+        shown = mask(message_text, unseal(locked.secrets))
+        emit(run, "run.message_queued", {"text": shown, "by": by, "queued_at": rfc3339(message.queued_at)})
         wake(run)
+    return message
+
+
+def withdraw_message(message: RunMessage, *, by: str) -> RunMessage:
+    """Take back a message the agent has not received yet; one it received (or one of a run that ended) is conflict.
+    The row goes; the timeline says it was withdrawn."""
+    with transaction.atomic():
+        locked = RunMessage.objects.select_for_update().filter(pk=message.pk).select_related("run").first()
+        if locked is None or locked.delivered_at is not None:
+            raise Conflict("The agent has received this message already; it cannot be withdrawn.")
+        locked.delete()
+        emit(locked.run, "run.message_withdrawn", {"text": locked.text, "by": by})
     return message
 
 

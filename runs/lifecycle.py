@@ -3,21 +3,23 @@ again runs whose message was lost."""
 
 import functools
 import logging
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from agent_platform import broker
+from judge.services import judge_on_finish
 
-from . import handover, queueing, tasks
+from . import handover, queueing, spending, tasks
 from .events import emit
 from .human import close_inputs, wake
-from .judging.services import judge_on_finish
-from .models import Event, Run
+from .models import Event, Run, RunMessage
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +116,38 @@ def heartbeat(run: Run, handovers: int | None = None) -> bool:
     return bool(mine.filter(status=Run.Status.RUNNING).update(heartbeat_at=timezone.now())) or mine.exists()
 
 
+def heartbeats(claims: Collection[tuple[int, int]]) -> set[int]:
+    """Beat for many runs of one worker process in one statement: `claims` are (run pk, the handovers it was claimed
+    under), and each row is written only while it is still that worker's, as `heartbeat` fences one. Returns the pks of
+    the runs handed over to another worker since (the rest beat, or ended while still this worker's)."""
+    if not claims:
+        return set()
+    table = connection.ops.quote_name(Run._meta.db_table)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    # Only the table name and the placeholders are interpolated. (id, handovers) IN (VALUES ...): SQLite takes a row
+    # value only against a subquery; PostgreSQL takes both.
+    beat = f"UPDATE {table} SET heartbeat_at = %s WHERE status = %s AND handed_over_at IS NULL AND (id, handovers) IN "  # noqa: S608
+    mine = f"SELECT id FROM {table} WHERE handed_over_at IS NULL AND (id, handovers) IN "  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(f"{beat}{_values(claims)} RETURNING id", [now, Run.Status.RUNNING, *_flat(claims)])
+        beaten = {row[0] for row in cursor.fetchall()}
+        missed = [claim for claim in claims if claim[0] not in beaten]
+        if not missed:
+            return set()
+        # Not running any more (ended while still this worker's) is not superseded: only another worker's claim is.
+        cursor.execute(f"{mine}{_values(missed)}", _flat(missed))
+        still_mine = {row[0] for row in cursor.fetchall()}
+    return {pk for pk, _ in missed if pk not in still_mine}
+
+
+def _values(claims: Collection[tuple[int, int]]) -> str:
+    return f"(VALUES {', '.join(['(%s, %s)'] * len(claims))})"
+
+
+def _flat(claims: Collection[tuple[int, int]]) -> list[int]:
+    return [value for claim in claims for value in claim]
+
+
 def finish(
     run: Run,
     status: str,
@@ -197,6 +231,28 @@ def request_cancel(run: Run) -> Run:
 
 def cancel_requested(run: Run) -> bool:
     return Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What the agent loop reads of its run before each model request, in one query: a cancel, a pause, messages
+    people queued for the agent, and what it has spent and may spend (runs.spending.Caps)."""
+
+    cancel_requested: bool
+    paused: bool
+    messages_queued: bool
+    caps: spending.Caps
+
+
+def before_request(run: Run) -> Turn:
+    queued = RunMessage.objects.filter(run=OuterRef("pk"), delivered_at__isnull=True)
+    cancel_at, paused_at, messages_queued, *caps = (
+        Run.objects.filter(pk=run.pk)
+        .annotate(messages_queued=Exists(queued))
+        .values_list("cancel_requested_at", "paused_at", "messages_queued", *spending.CAP_FIELDS)
+        .get()
+    )
+    return Turn(cancel_at is not None, paused_at is not None, messages_queued, spending.Caps(*caps))
 
 
 def reap_stale_runs(stale_after: timedelta | None = None) -> list[str]:

@@ -25,11 +25,13 @@ async def amark_watched(run_public_id: str) -> None:
     await cache.aset(presence_key(run_public_id), 1, timeout=PRESENCE_TTL_SECONDS)
 
 
-def is_watched(run_public_id: str) -> bool:
+def watched_among(run_public_ids: list[str]) -> set[str]:
+    """Which of these runs someone watches now, in one cache read (the worker's presence watcher)."""
     try:
-        return bool(cache.get(presence_key(run_public_id)))
+        found = cache.get_many([presence_key(run_public_id) for run_public_id in run_public_ids])
     except Exception:
-        return False  # no cache, no viewer: the run goes on without a live view
+        return set()  # no cache, no viewer: the runs go on without a live view
+    return {run_public_id for run_public_id in run_public_ids if found.get(presence_key(run_public_id))}
 
 
 # --- a person's input while they have control (runs.human; applied by runtime.browser.control) -------------------
@@ -46,8 +48,16 @@ KEY_NAME_MAX_CHARS = 32
 
 
 def control_group(run_public_id: str) -> str:
-    """The group the worker holding the run's browser listens on for a person's input."""
+    """The group the worker holding the run's browser listens on (runtime.browser.inbox): a person's input
+    (`control.input`) and a new viewer's request for the current frame (`live.wanted`). Every message to it names
+    the group, which is how the worker's one listener routes it."""
     return f"control.{run_public_id}"
+
+
+def input_id(content: Any) -> int | None:
+    """The number the page gave its input, echoed in the worker's acknowledgement (None if it gave none)."""
+    value = content.get("id") if isinstance(content, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53 else None
 
 
 def _number(value: Any, bound: float) -> float | None:
@@ -84,6 +94,8 @@ def control_input(content: Any) -> dict[str, Any] | None:
         if not isinstance(modifiers, list) or not set(modifiers) <= KEY_MODIFIERS:
             return None
         return {"kind": "key", "action": action, "key": key, "modifiers": sorted(set(modifiers))}
+    if kind == "probe":
+        return {"kind": "probe"}  # applies nothing: asks whether the person's control reaches the page
     if kind == "text":
         text = content.get("text")
         if not isinstance(text, str) or not 0 < len(text) <= TYPED_TEXT_MAX_CHARS:

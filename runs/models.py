@@ -1,6 +1,6 @@
 """Sessions, runs and the append-only event record of everything that happened in a run."""
 
-import re
+import secrets
 from decimal import Decimal
 from typing import Any
 from uuid import uuid4
@@ -11,13 +11,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agent_platform import ids
+from agent_platform.lib.money import exact_usd
 from agent_platform.lib.timestamps import rfc3339
 from agent_platform.models import Workspace
 
 from .profiles.models import Profile
 
 # A UUID as an id in a path or query: the v4 API's ids, which v1 and the pages accept beside run_…/sess_….
-UUID_ID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
 
 def proxy_address(scheme: str, host: str, port: int) -> str:
@@ -231,6 +231,9 @@ class Run(models.Model):
     handed_over_at = models.DateTimeField(null=True, blank=True)
     # The Celery queue its worker took it from: a handed-over run goes back to that queue, to a worker like the last.
     queue = models.CharField(max_length=200, blank=True)
+    # When its content (events, screenshots, trace, files, task and output) was removed, by a purge or the
+    # workspace's retention (runs.purge); its usage and cost stay, so the bill does not change.
+    purged_at = models.DateTimeField(null=True, blank=True)
 
     objects = RunQuerySet.as_manager()
 
@@ -287,7 +290,7 @@ class Run(models.Model):
             "cache_read": self.usage_cache_read,
             "cache_write": self.usage_cache_write,
             # format "f": normalize() alone would write 10 dollars as "1E+1".
-            "cost_usd": format(self.cost_usd.normalize(), "f") if self.cost_usd else "0",
+            "cost_usd": exact_usd(self.cost_usd),
         }
 
     @property
@@ -413,3 +416,35 @@ class RunCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} at turn {self.turn}"
+
+
+def share_token() -> str:
+    # 32 random bytes: a link that cannot be guessed, and the whole of what opens it.
+    return secrets.token_urlsafe(32)
+
+
+class SessionShare(models.Model):
+    """A link showing one session read-only to anyone who holds it, signed in or not (runs.shares): unguessable,
+    revocable, optionally expiring, counting its views. One per session; turned off and on again it keeps its token,
+    as Browser Use's share does."""
+
+    # The id Browser Use's v4 API knows the share by (SessionShareInfo.id).
+    uuid = models.UUIDField(unique=True, default=uuid4, editable=False)
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="share")
+    token = models.CharField(max_length=64, unique=True, default=share_token, editable=False)
+    active = models.BooleanField(default=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    view_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"share of {self.session_id}"
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()

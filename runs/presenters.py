@@ -8,22 +8,18 @@ from typing import Any
 
 from agent_platform.lib.text import IMAGE_PLACEHOLDER, content_text, json_text
 
+from . import event_types
 from .models import Event, Run
+from .profiles.models import what_save_stores
 
-# Event types the timeline draws in their own way; any other type is shown with its raw data.
-KNOWN_TYPES = frozenset(
-    {
-        "run.started", "run.waiting", "agent.message", "agent.tool_use", "agent.tool_result", "agent.usage", "agent.final_view",
-        "run.finished", "run.judged", "span.outcome_evaluation_start", "span.outcome_evaluation_end",
-        "agent.target", "recipe.step", "recipe.healing",
-    }
-)  # fmt: skip
+# Event types the timeline draws in their own way (templates/runs/_event.html); any other is shown with its raw data.
+KNOWN_TYPES = event_types.DRAWN
 # A tool result that starts with this is the runtime refusing a done whose data broke the output schema.
 VIOLATION_PREFIX = "output_schema_violation"
 # A browser action whose result starts with one of these did not run, so its reply is not an action turn.
 REFUSED_PREFIXES = ("verdict_required", "Not executed")
 # Event types that carry the screenshot taken after a step.
-SCREENSHOT_TYPES = ("agent.tool_result", "agent.final_view")
+SCREENSHOT_TYPES = (event_types.AGENT_TOOL_RESULT.name, event_types.AGENT_FINAL_VIEW.name)
 
 
 # --- the timeline ----------------------------------------------------------------------------------------------------
@@ -100,6 +96,8 @@ def timeline(events: list[Event]) -> list[dict[str, Any]]:
             item["input_json"] = json.dumps(event.payload.get("input"), indent=2, ensure_ascii=False)
         elif event.type == "agent.tool_result":
             item["lines"] = result_lines(event.payload)
+        elif event.type == event_types.SIGN_IN_STATE.name:
+            item["save_stores"] = what_save_stores(event.payload)
         elif event.type not in KNOWN_TYPES:
             item["raw_json"] = json.dumps(event.payload, indent=2, ensure_ascii=False)
         items.append(item)
@@ -311,3 +309,17 @@ def judge_state(run: Run, judged: bool) -> str:
 def percent_of(used: int | Decimal, allowed: int | Decimal | None) -> int:
     """How much of a budget is used, in whole percent capped at 100; 0 when there is no budget."""
     return min(100, round(100 * used / allowed)) if allowed else 0
+
+
+def agent_verdict(run: Run | None) -> tuple[str, str]:
+    """The agent's own verdict on a run, as a label and its badge's class: success or failure as the agent said in
+    its done; "no verdict" for a finished run whose agent said neither (a limit, a crash, a cancel, a sign-in); "—"
+    while it runs or before it exists. Triage's overclaim and underclaim reading counts "no verdict" with failure,
+    but no page calls it a failure: the agent never said so."""
+    if run is not None and run.success is True:
+        return "success", "v-success"
+    if run is not None and run.success is False:
+        return "failure", "v-failure"
+    if run is not None and run.is_finished:
+        return "no verdict", "v-none"
+    return "—", "v-none"

@@ -1,6 +1,7 @@
 """The launch form's presets: the bundled demo tasks, what the scripted model knows how to do against the demo site
 (offered on the launch form and seeded on first start)."""
 
+from pathlib import Path
 from typing import Any
 
 ITEMS_SCHEMA = {
@@ -33,6 +34,8 @@ ACCOUNT = "Open my demo shop account page and tell me who is signed in, without 
 DEMO_PROFILE_NAME = "Demo shop account"
 # The demo customer (demo_site.account), as run secrets: the agent types placeholders, never sees them.
 DEMO_SECRETS = {"SHOP_USER": "ada@example.com", "SHOP_PASSWORD": "northwind-demo"}
+# The file the seeded upload run is given, so a first start's upload demo has something to upload.
+SAMPLE_UPLOAD = Path(__file__).resolve().parent.parent / "demo_site" / "samples" / "delivery-note.txt"
 CONFIRMATION_CODE = (
     "Ask me for my order's confirmation code, then send the demo shop's contact form asking how to return the Cedar "
     "Notebook, quoting the code."
@@ -81,6 +84,7 @@ def demo_tasks(base_url: str) -> list[dict[str, Any]]:
             "label": "Demo shop: upload a file (attach one below)",
             "task": UPLOAD_DOCUMENT,
             "start_url": f"{root}/demo/upload/",
+            "sample_file": SAMPLE_UPLOAD,  # seeded with it; from the launch form the operator attaches one
         },
         {
             "label": "Demo shop: sign in, save to a profile",

@@ -52,8 +52,8 @@ def seal(value: dict[str, Any]) -> dict[str, str]:
 
 
 def unseal(stored: dict[str, Any] | None) -> dict[str, Any]:
-    """What a sealed column holds; {} for nothing. A value stored before it was sealed is returned as it is. Only a
-    worker calls this, for the run it executes."""
+    """What a sealed column holds; {} for nothing. A value stored before it was sealed is returned as it is. A worker
+    calls this for the run it executes, and the web to mask a person's message to a run (runs.human)."""
     if not stored:
         return {}
     if set(stored) != {SEALED}:

@@ -2,8 +2,11 @@
 
 from django.dispatch import Signal
 
+from . import event_types
+
 # Sent by runs.events.emit after the transaction that wrote the event commits, for the types in
 # LIFECYCLE_EVENT_TYPES only; receivers get `run` (Run) and `event` (Event).
 run_lifecycle_event = Signal()
 
-LIFECYCLE_EVENT_TYPES = frozenset({"run.finished", "run.judged", "file.downloaded", "run.input_requested"})
+# The kinds the registry marks `announced`.
+LIFECYCLE_EVENT_TYPES = event_types.ANNOUNCED

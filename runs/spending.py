@@ -12,10 +12,10 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from agent_platform.billing import charge
+from agent_platform.lib.money import exact_usd, rounded_usd
 from agent_platform.lib.request_size import size_of
-from agent_platform.models import ModelRequest, Workspace
-from runs.models import Run, Session
-from runs.usage import read_usage
+from agent_platform.models import ModelRequest
+from runs.models import Run
 
 # Until a request has told us its output, one is assumed to write this many tokens.
 ASSUMED_OUTPUT_TOKENS = 1_000
@@ -35,32 +35,49 @@ class Headroom:
         return self.left is None or cost <= self.left
 
     def describe(self) -> str:
-        limit = format(self.limit.normalize(), "f") if self.limit is not None else "?"
+        limit = exact_usd(self.limit) if self.limit is not None else "?"
         if self.cap == "monthly":
-            return f"the workspace's monthly cost cap of ${limit} (${self.spent:.4f} spent this month)"
+            return f"the workspace's monthly cost cap of ${limit} ({rounded_usd(self.spent)} spent this month)"
         if self.cap == "session":
-            return f"this session's budget of ${limit} (${self.spent:.4f} spent by its runs)"
-        return f"this run's cost cap of ${limit} (${self.spent:.4f} spent)"
+            return f"this session's budget of ${limit} ({rounded_usd(self.spent)} spent by its runs)"
+        return f"this run's cost cap of ${limit} ({rounded_usd(self.spent)} spent)"
 
 
-def headroom(run: Run, now: datetime | None = None) -> Headroom:
+# The run's columns (and its session's and workspace's) that say what it has spent and may spend: one read.
+CAP_FIELDS = ("cost_usd", "max_cost_usd", "session__max_cost_usd", "workspace__monthly_cost_cap_usd")
+
+
+@dataclass(frozen=True)
+class Caps:
+    """What a run has spent, and its own cap, its session's budget and its workspace's monthly cap, as last read."""
+
+    spent: Decimal
+    cap: Decimal | None
+    budget: Decimal | None
+    monthly: Decimal | None
+
+
+def caps_of(run: Run) -> Caps:
+    return Caps(*Run.objects.filter(pk=run.pk).values_list(*CAP_FIELDS).get())
+
+
+def headroom(run: Run, now: datetime | None = None, caps: Caps | None = None) -> Headroom:
     """What `run` may still spend: the least of its own cap's rest, its session's budget's rest (what the session's
     runs together may cost) and the workspace's monthly cap's rest, read from the database (the run's totals are
-    updated as each request is recorded). No cap applies to a process whose model is the scripted demo model, and
-    its requests never count toward the workspace's month."""
+    updated as each request is recorded), or from `caps` when the caller has just read them. No cap applies to a
+    process whose model is the scripted demo model, and its requests never count toward the workspace's month."""
     if settings.SCRIPTED_MODEL:
         return Headroom(None)  # the scripted demo model bills nothing, so no cap can be crossed
     now = now or timezone.now()
-    spent, cap = Run.objects.filter(pk=run.pk).values_list("cost_usd", "max_cost_usd").get()
+    read = caps if caps is not None else caps_of(run)
+    spent, cap, budget, monthly = read.spent, read.cap, read.budget, read.monthly
     options: list[Headroom] = []
     if cap is not None:
         options.append(Headroom(cap - spent, "run", cap, spent))
-    budget = Session.objects.filter(pk=run.session_id).values_list("max_cost_usd", flat=True).get()
     if budget is not None:
         session_spent = Run.objects.filter(session_id=run.session_id).aggregate(total=Sum("cost_usd"))["total"]
         session_spent = session_spent or Decimal(0)
         options.append(Headroom(budget - session_spent, "session", budget, session_spent))
-    monthly = Workspace.objects.filter(pk=run.workspace_id).values_list("monthly_cost_cap_usd", flat=True).get()
     if monthly is not None:
         # The calendar month in UTC, as billing reports it.
         start = now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
@@ -81,10 +98,6 @@ class LastRequest:
     prompt_tokens: int
     output_tokens: int
     estimated_tokens: int
-
-
-def prompt_tokens_of(usage: object) -> int:
-    return read_usage(usage).prompt
 
 
 def estimate(
@@ -138,4 +151,4 @@ def ensure_within_cap(run: Run, params: dict[str, Any], what: str) -> None:
         return
     cost = request_estimate(params)
     if not room.allows(cost):
-        raise CostCapReached(f"{what} (about ${cost:.4f}) would cross {room.describe()}; it was not sent.")
+        raise CostCapReached(f"{what} (about {rounded_usd(cost)}) would cross {room.describe()}; it was not sent.")

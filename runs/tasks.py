@@ -3,5 +3,5 @@ imports the runtime; a signature sends exactly the message the task itself would
 
 from agent_platform.celery import app
 
-execute_run = app.signature("runs.tasks.execute_run", options={"ignore_result": True})
-reap_stale_runs = app.signature("runs.tasks.reap_stale_runs", options={"ignore_result": True})
+execute_run = app.signature("runtime.tasks.execute_run", options={"ignore_result": True})
+reap_stale_runs = app.signature("runtime.tasks.reap_stale_runs", options={"ignore_result": True})

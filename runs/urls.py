@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import proxy_views, views
+from . import proxy_views, share_views, views
 from .profiles import views as profile_views
 
 app_name = "runs"
@@ -16,7 +16,7 @@ urlpatterns = [
     path("runs/<str:run_id>/summary/", views.run_summary, name="summary"),
     path("runs/<str:run_id>/cancel/", views.run_cancel, name="cancel"),
     path("runs/<str:run_id>/save/", profile_views.sign_in_save, name="sign_in_save"),
-    path("runs/<str:run_id>/person/", views.run_person, name="person"),
+    path("runs/<str:run_id>/panels/", views.run_panels, name="panels"),
     path("runs/<str:run_id>/answer/", views.run_answer, name="answer"),
     path("runs/<str:run_id>/pause/", views.run_pause, name="pause"),
     path("runs/<str:run_id>/resume/", views.run_resume, name="resume"),
@@ -30,6 +30,9 @@ urlpatterns = [
     path("profiles/<str:profile_id>/sign-in/", profile_views.profile_sign_in, name="profile_sign_in"),
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/<str:session_id>/", views.session_detail, name="session"),
+    path("sessions/<str:session_id>/share/", share_views.session_share, name="session_share"),
+    path("sessions/<str:session_id>/unshare/", share_views.session_unshare, name="session_unshare"),
+    path("sessions/<str:session_id>/purge/", share_views.session_purge, name="session_purge"),
     path("settings/proxies/", proxy_views.proxy_create, name="proxy_create"),
     path("settings/proxies/<str:proxy_id>/delete/", proxy_views.proxy_delete, name="proxy_delete"),
 ]

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agent_platform import metrics
+from agent_platform import db, metrics
 from agent_platform.billing import Charge, charge
 from agent_platform.llm import ModelUnavailable, client, describe
 from agent_platform.models import ModelRequest
@@ -191,6 +191,7 @@ class Sent:
 def send_message(run: Run, *, source: str, **params: Any) -> Sent:
     """One Messages API call for `run`, not recorded: the caller bills it, and so ends its span (the agent loop bills
     its requests with the turn: record_turn, off the critical path)."""
+    db.release()  # no connection held while the model answers (seconds): the process's pool serves the others
     started = time.monotonic()
     requested = str(params.get("model", run.model))
     span = ModelRequestSpan(

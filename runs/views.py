@@ -1,6 +1,6 @@
 """Operator pages for runs and sessions: the list, the launch form, a run's live page, sessions, screenshots. The
 views handle the request and fetch; what the pages show is made in runs/presenters.py. (The re-judge action is the
-judge's, runs/judging/views.py.)"""
+judge's, judge/views.py.)"""
 
 import json
 from collections.abc import Mapping
@@ -28,20 +28,22 @@ from agent_platform import llm
 from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.artifacts import serve_stored_file
 from agent_platform.errors import ServiceError
+from agent_platform.lookup import UUID_ID
 from agent_platform.models import ModelRequest, Workspace, workspaces_of
 from agent_platform.reports import usage_by
+from judge.models import Outcome, latest_judge_verdict
 from runs.presets import demo_tasks as bundled_demo_tasks
 from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES, schema_problems
 from runs.traces import has_trace, trace_path
 
-from . import human, presenters
+from . import event_types, human, presenters
 from .files import attachment, files_of_run, upload_files
 from .forms import JUDGE_CONTEXT_SLOTS, judge_context_from, launch_arguments
-from .judging.models import Outcome, latest_judge_verdict
-from .launch import MAX_TURNS_LIMIT, MODEL_DEPRECATED_EVENT, launch_run, same_schema
+from .launch import launch
+from .launch_rules import MAX_TURNS_LIMIT, LaunchRequest, same_schema
 from .lifecycle import request_cancel
-from .models import UUID_ID, Event, Proxy, Run, RunInput, Session
-from .profiles.models import Profile
+from .models import Event, Proxy, Run, RunInput, Session, SessionShare
+from .profiles.models import Profile, what_save_stores
 from .recipes.models import Replay
 from .screenshots import content_type, storage_path
 
@@ -73,6 +75,7 @@ def demo_tasks(workspace: Workspace) -> list[dict[str, Any]]:
     for demo in bundled_demo_tasks(settings.DEMO_BASE_URL):
         schema = demo.get("output_schema")
         secrets = "\n".join(f"{name}={value}" for name, value in (demo.get("secrets") or {}).items())
+        demo.pop("sample_file", None)  # only a seeded run is given the sample; the form's operator attaches a file
         presets.append(
             {
                 **demo,
@@ -106,7 +109,7 @@ def with_judge_verdict(runs: QuerySet[Run]) -> "QuerySet[ListRun]":
     """Runs with the column a list row needs beyond the run's own: the latest judge verdict. (Turns come from the
     run's signals, which the runtime saves every turn, so the row counts them as the turn budget does.)"""
     last_action = Event.objects.filter(run=OuterRef("pk"), type="agent.tool_use").order_by("-seq")
-    deprecation = Event.objects.filter(run=OuterRef("pk"), type=MODEL_DEPRECATED_EVENT).order_by("seq")
+    deprecation = Event.objects.filter(run=OuterRef("pk"), type=event_types.MODEL_DEPRECATED.name).order_by("seq")
     return runs.annotate(
         judge_verdict=latest_judge_verdict(),
         # The model was deprecated when the run was launched: the row shows a badge, titled with the retirement date.
@@ -200,7 +203,10 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "prepend_new": page.number == 1 and not applied,
             "live_config": {
                 "socket": f"/ws/runs/?workspace={workspace.slug}",
-                "row_url": reverse("runs:row", args=["RUN_ID"]),
+                "row_url": reverse("runs:row", args=["RUN_ID"]) + (f"?{urlencode(applied)}" if applied else ""),
+                # the pager follows the count the rows come with
+                "page": page.number,
+                "page_size": PAGE_SIZE,
             },
         },
     )
@@ -213,7 +219,10 @@ def run_row(request: HttpRequest, run_id: str) -> HttpResponse:
     run = get_object_or_404(
         with_judge_verdict(Run.objects.for_workspace(workspace).select_related("batch_item__batch")), public_id=run_id
     )
-    return render(request, "runs/_row.html", {"run": run})
+    response = render(request, "runs/_row.html", {"run": run})
+    # The list's count as it is now, under the list's own filters (sent back in the query): the heading follows it.
+    response["X-Runs-Count"] = str(filtered_runs(workspace, request.GET)[0].count())
+    return response
 
 
 # --- the run page ----------------------------------------------------------------------------------------------------
@@ -245,6 +254,7 @@ def summary_context(run: Run) -> dict[str, Any]:
         "outcome": outcome,
         "evaluations": list(outcome.evaluations.all()) if outcome else [],
         "usage_sources": usage_by(ModelRequest.objects.filter(run=run), "source"),
+        "is_replay": Replay.objects.filter(run=run).exists(),
         "signals": run.signals or {},
         "judge_context_slots": JUDGE_CONTEXT_SLOTS,
         "has_trace": run.is_finished and has_trace(run.public_id),
@@ -285,7 +295,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         {
             "workspace": run.workspace,
             "timeline": presenters.timeline(events),
-            "model_deprecation": next((e.payload for e in events if e.type == MODEL_DEPRECATED_EVENT), None),
+            "model_deprecation": next((e.payload for e in events if e.type == event_types.MODEL_DEPRECATED.name), None),
             "replay_steps": presenters.replay_steps(events),
             "last_seq": events[-1].seq if events else 0,
             "screenshots": screenshots,
@@ -306,7 +316,13 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
                 "finished": run.is_finished,
                 "summary_url": reverse("runs:summary", args=[run.public_id]),
                 "live_socket": f"/ws/runs/{run.public_id}/live/",
-                "person_url": reverse("runs:person", args=[run.public_id]),
+                "panels_url": reverse("runs:panels", args=[run.public_id]),
+                # what the page's scripts follow, from the registry (runs.event_types)
+                "event_types": {
+                    "drawn": sorted(event_types.DRAWN),
+                    "summary": sorted(event_types.following(event_types.Follow.SUMMARY)),
+                    "panels": sorted(event_types.following(event_types.Follow.PANELS)),
+                },
                 "usage": {
                     "requests": run.usage_requests,
                     "total": run.usage_total,
@@ -323,7 +339,13 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
 def person_context(run: Run) -> dict[str, Any]:
     """What the run page's person card shows: the agent's pending question, and whether a person has control (while
     the agent is paused, and for the whole of a running sign-in by hand, which has no agent)."""
-    return {"pending_input": human.pending_input(run), "paused": run.is_paused, "in_control": run.accepts_control}
+    context = {"pending_input": human.pending_input(run), "paused": run.is_paused, "in_control": run.accepts_control}
+    if run.kind == Run.Kind.SIGN_IN and not run.is_finished:
+        # what Save would store, as the sign-in's worker last read it from the live browser
+        shown = run.events.filter(type="sign_in.state").order_by("-seq").first()
+        if shown is not None:
+            context["sign_in_state"] = {**shown.payload, "save_stores": what_save_stores(shown.payload)}
+    return context
 
 
 def operator_name(request: HttpRequest) -> str:
@@ -331,10 +353,11 @@ def operator_name(request: HttpRequest) -> str:
 
 
 @login_required
-def run_person(request: HttpRequest, run_id: str) -> HttpResponse:
-    """The run page's person card, re-rendered when the agent asks, or a pause starts or ends."""
+def run_panels(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The run page's panels that follow its state (the header's actions, the person card, the files, the follow-up
+    card), re-rendered together when the live viewer sees an event that changes one of them."""
     run = run_for_user(request.user, run_id)
-    return render(request, "runs/_person.html", {"run": run, **person_context(run)})
+    return render(request, "runs/_panels.html", {"run": run, "run_files": files_of_run(run), **person_context(run)})
 
 
 def person_action(request: HttpRequest, run_id: str, act: Any, done: str) -> HttpResponse:
@@ -466,7 +489,7 @@ def run_new(request: OperatorRequest) -> HttpResponse:
                 arguments["file_ids"] = [
                     row.public_id for row in upload_files(workspace, request.FILES.getlist("files"))
                 ]
-            launched = launch_run(workspace, created_by=request.user, **arguments)
+            launched = launch(workspace, LaunchRequest.of(arguments, created_by=request.user))
         except ServiceError as launch_error:
             error = launch_error
         else:
@@ -608,5 +631,6 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
             "session": session,
             "runs": runs,
             "schema_json": json.dumps(session.output_schema, indent=2) if session.output_schema else "",
+            "share": SessionShare.objects.filter(session=session).first(),
         },
     )

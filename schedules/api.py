@@ -8,7 +8,7 @@ from ninja import Field, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, PathId
-from agent_platform.errors import NotFound
+from agent_platform.lookup import find
 
 from . import services
 from .cron import next_slots
@@ -131,10 +131,7 @@ def schedule_out(schedule: Schedule) -> dict[str, Any]:
 
 
 def find_schedule(request: ApiRequest, schedule_id: str) -> Schedule:
-    schedule = Schedule.objects.for_workspace(request.workspace).filter(public_id=schedule_id).first()
-    if schedule is None:
-        raise NotFound(f"No schedule '{schedule_id}' in this workspace.")
-    return schedule
+    return find(Schedule.objects.for_workspace(request.workspace), schedule_id, "schedule")
 
 
 @router.post(

@@ -12,10 +12,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
-from agent_platform.errors import RateLimited, ServiceError, ServiceUnavailable
+from agent_platform.errors import InvalidRequest, RateLimited, ServiceError, ServiceUnavailable
 from agent_platform.models import Workspace
 from runs.events import emit
-from runs.launch import launch_run
+from runs.launch import Launched, launch
+from runs.launch_rules import LaunchRequest
 from runs.models import Run
 from runs.recipes.services import launch_replay
 
@@ -125,7 +126,7 @@ def update_schedule(schedule: Schedule, changes: dict[str, Any]) -> Schedule:
 
 def clean_enabled(enabled: object) -> bool:
     if not isinstance(enabled, bool):
-        raise validation.InvalidRequest.of_field("enabled", "must be true or false")
+        raise InvalidRequest.of_field("enabled", "must be true or false")
     return enabled
 
 
@@ -176,8 +177,7 @@ def fire(schedule_id: str, now: datetime) -> Firing | None:
             return None
         try:
             with transaction.atomic():
-                launch = launch_replay if "recipe_id" in schedule.run else launch_run
-                launched = launch(schedule.workspace, **schedule.run, created_by=schedule.created_by)
+                launched = launch_scheduled(schedule)
         except ServiceError as error:
             # The launch refused: the firing records why. A refusal that lasts (a model retired since, a cap
             # lowered) counts as a failure, so a schedule that can no longer launch pauses itself like one whose runs
@@ -191,6 +191,16 @@ def fire(schedule_id: str, now: datetime) -> Firing | None:
         firing.run = launched.run
         firing.save(update_fields=["run"])
     return firing
+
+
+def launch_scheduled(schedule: Schedule) -> Launched:
+    """The schedule's run launched as any door launches one (a recipe's replay when it names a recipe)."""
+    fields = dict(schedule.run)
+    recipe_id, parameters = fields.pop("recipe_id", None), fields.pop("parameters", None)
+    request = LaunchRequest.of(fields, created_by=schedule.created_by)
+    if recipe_id is not None:
+        return launch_replay(schedule.workspace, request, recipe_id=recipe_id, parameters=parameters)
+    return launch(schedule.workspace, request)
 
 
 # --- a run's end ------------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from django.utils import timezone
 from . import services
 
 
-@shared_task(name="schedules.tasks.fire", ignore_result=True)
+@shared_task(name="schedules.tasks.fire", ignore_result=True)  # type: ignore[untyped-decorator]  # celery ships no type information
 def fire(schedule_id: str, now: str | None = None) -> None:
     """Launch the schedule's run for its current slot, once. `now` (ISO 8601) replaces the clock: tests drive time."""
     services.fire(schedule_id, datetime.fromisoformat(now) if now else timezone.now())

@@ -1,14 +1,12 @@
 """A schedule's fields checked at create and change time: the cron line and time zone, and the run's launch fields by
-the launch's own validators, without launching (a dry validation; the launch checks them again at every firing)."""
+the launch contract's own pipeline (runs.launch_rules.check), without launching (a dry validation; the launch checks them again at every firing)."""
 
 from typing import Any
 
 from agent_platform import names
 from agent_platform.errors import InvalidRequest
 from agent_platform.models import Workspace
-from runs import launch
-from runs.files import clean_file_ids
-from runs.judging.services import clean_judge_context
+from runs.launch_rules import LaunchRequest, check, invalid
 from runs.recipes import services as recipe_services
 from runs.recipes import steps as recipe_steps
 
@@ -57,7 +55,7 @@ def clean_timezone(name: object) -> str:
 
 
 def clean_run(workspace: Workspace, run: object) -> dict[str, Any]:
-    """The launch fields, each checked as launch_run checks it; errors name the field as run.<field>."""
+    """The launch fields, checked by the launch contract; errors name the field as run.<field>."""
     if not isinstance(run, dict):
         raise InvalidRequest.of_field("run", "must be an object of launch fields (task, start_url, model...)")
     replays = "recipe_id" in run
@@ -71,30 +69,16 @@ def clean_run(workspace: Workspace, run: object) -> dict[str, Any]:
             else:
                 why = "is not a launch field"
             raise InvalidRequest.of_field(f"run.{key}", f"{why}; a schedule's run takes {', '.join(sorted(allowed))}")
+    fields = dict(run)
+    recipe_id, parameters = fields.pop("recipe_id", None), fields.pop("parameters", None)
     try:
+        request = LaunchRequest.of(fields)
         if replays:
-            clean_recipe(workspace, run.get("recipe_id"), run.get("parameters"))
-        else:
-            launch.clean_task(run.get("task"))
-            launch.clean_start_url(run.get("start_url", ""))
-        model = launch.clean_model(run.get("model"))
-        launch.clean_max_turns(run.get("max_turns"))
-        clean_judge_context(run.get("judge_context"))
-        launch.clean_allowed_domains(run.get("allowed_domains"))
-        launch.clean_metadata(run.get("metadata"))
-        launch.clean_max_cost_usd(run.get("max_cost_usd"), workspace)
-        for flag in ("judge", "allow_javascript"):
-            if not isinstance(run.get(flag, False), bool):
-                raise launch.invalid(flag, "must be true or false")
-        launch.clean_output_schema(run.get("output_schema"))
-        launch.clean_outcome(run.get("outcome"))
-        clean_file_ids(workspace, run.get("file_ids"))
-        launch.clean_proxy_id(workspace, run.get("proxy_id"))
-        launch.profile_for_launch(workspace, run.get("profile_id"), session_id=None)
-        launch.clean_save_profile(run.get("save_profile"))
-        profile = launch.model_profile(model)  # last, as the launch does: a plain mistake never asks the Models API
-        launch.clean_effort(run.get("effort"), profile)
-        launch.clean_thinking(run.get("thinking"), profile)
+            clean_recipe(workspace, recipe_id, parameters)
+            request, _, _ = recipe_services.replay_request(
+                workspace, request, recipe_id=recipe_id, parameters=parameters
+            )
+        check(workspace, request)
     except InvalidRequest as error:
         raise prefixed(error) from error
     return dict(run)
@@ -107,7 +91,7 @@ def clean_recipe(workspace: Workspace, recipe_id: object, parameters: object) ->
     recipe_services.replay_parameters(version, parameters)
     needed = recipe_steps.secrets_in(version.steps)
     if needed:
-        raise launch.invalid(
+        raise invalid(
             "recipe_id", f"the recipe types secrets ({', '.join(sorted(needed))}), which a schedule cannot keep"
         )
 

@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from runs.judging.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
+from judge.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
 
 from .validation import Refusal
 from .wire import Reply, WireError, WireServer

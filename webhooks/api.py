@@ -7,7 +7,7 @@ from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictStr
 
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, PathId
-from agent_platform.errors import NotFound
+from agent_platform.lookup import find
 
 from . import services
 from .models import Delivery, Endpoint, EventType
@@ -113,10 +113,7 @@ def delivery_out(delivery: Delivery) -> dict[str, Any]:
 
 
 def find_endpoint(request: ApiRequest, endpoint_id: str) -> Endpoint:
-    endpoint = Endpoint.objects.for_workspace(request.workspace).filter(public_id=endpoint_id).first()
-    if endpoint is None:
-        raise NotFound(f"No webhook endpoint '{endpoint_id}' in this workspace.")
-    return endpoint
+    return find(Endpoint.objects.for_workspace(request.workspace), endpoint_id, "webhook endpoint")
 
 
 @router.post(
@@ -182,7 +179,5 @@ def list_deliveries(
     description="A new delivery of the same event, with its own id, timestamp and retries.",
 )
 def resend_delivery(request: ApiRequest, delivery_id: DeliveryPathId) -> Status[dict[str, Any]]:
-    delivery = Delivery.objects.filter(public_id=delivery_id, endpoint__workspace=request.workspace).first()
-    if delivery is None:
-        raise NotFound(f"No webhook delivery '{delivery_id}' in this workspace.")
+    delivery = find(Delivery.objects.filter(endpoint__workspace=request.workspace), delivery_id, "webhook delivery")
     return Status(202, delivery_out(services.resend(delivery)))

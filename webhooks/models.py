@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from agent_platform.ids import new_public_id
 from agent_platform.models import Workspace
+from runs import event_types
 
 
 def endpoint_id() -> str:
@@ -36,13 +37,16 @@ class SecretScheme(models.TextChoices):
 
 
 class EventType(models.TextChoices):
-    RUN_FINISHED = "run.finished"
-    RUN_JUDGED = "run.judged"
-    RUN_INPUT_REQUESTED = "run.input_requested"
-    BATCH_FINISHED = "batch.finished"
-    FILE_DOWNLOADED = "file.downloaded"
-    SCHEDULE_DATA_CHANGED = "schedule.data_changed"
-    SCHEDULE_RUN_FAILED = "schedule.run_failed"
+    """The types an endpoint subscribes to: the registry's kinds with the webhooks door (a test holds the two equal),
+    in the order the migrations' choices have them."""
+
+    RUN_FINISHED = event_types.RUN_FINISHED.name
+    RUN_JUDGED = event_types.RUN_JUDGED.name
+    RUN_INPUT_REQUESTED = event_types.RUN_INPUT_REQUESTED.name
+    BATCH_FINISHED = event_types.BATCH_FINISHED.name
+    FILE_DOWNLOADED = event_types.FILE_DOWNLOADED.name
+    SCHEDULE_DATA_CHANGED = event_types.SCHEDULE_DATA_CHANGED.name
+    SCHEDULE_RUN_FAILED = event_types.SCHEDULE_RUN_FAILED.name
 
 
 class EndpointQuerySet(models.QuerySet["Endpoint"]):

@@ -5,7 +5,7 @@ from typing import Any
 from agent_platform.lib.timestamps import rfc3339
 from evals.models import Batch
 from evals.reports import batch_report
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Run
 from schedules.models import Schedule
 

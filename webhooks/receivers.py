@@ -7,7 +7,7 @@ from django.dispatch import receiver
 
 from evals.models import Batch
 from evals.signals import batch_finished
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Event, Run
 from runs.signals import run_lifecycle_event
 from schedules.models import Schedule

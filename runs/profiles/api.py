@@ -10,8 +10,10 @@ from pydantic import ConfigDict, StrictStr
 from pydantic.json_schema import JsonDict
 
 from agent_platform.api import ERROR_RESPONSES, ApiRequest, ErrorOut, PathId, documented_pattern
+from agent_platform.lookup import find
 from agent_platform.names import name_pattern
-from runs.api import PAGE_DEFAULT, PAGE_MAX, Cursor, RunOut, RunPathId, find, paginate, reload, run_out, runs_of
+from runs.api import RunPathId
+from runs.reading import PAGE_DEFAULT, PAGE_MAX, Cursor, RunOut, find_run, paginate, run_shown
 
 from . import services
 from .models import NAME_MAX_CHARS, Profile
@@ -140,7 +142,7 @@ def delete_profile(request: ApiRequest, profile_id: ProfilePathId) -> Status[Non
 def start_sign_in(request: ApiRequest, profile_id: ProfilePathId, payload: SignInIn) -> Status[dict[str, Any]]:
     profile = find(profiles_of(request), profile_id, "profile")
     run = services.start_sign_in(profile, payload.start_url)
-    return Status(201, run_out(reload(request, run)))
+    return Status(201, run_shown(request.workspace, run))
 
 
 @router.post(
@@ -151,6 +153,6 @@ def start_sign_in(request: ApiRequest, profile_id: ProfilePathId, payload: SignI
     "while the run runs; 409 for a run of another kind or one that ended.",
 )
 def save_sign_in(request: ApiRequest, run_id: RunPathId) -> dict[str, Any]:
-    run = find(runs_of(request), run_id, "run")
+    run = find_run(request.workspace, run_id)
     services.request_save(run)
-    return run_out(reload(request, run))
+    return run_shown(request.workspace, run)

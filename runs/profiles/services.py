@@ -7,18 +7,36 @@ from django.utils import timezone
 from agent_platform.errors import Conflict, InvalidRequest
 from agent_platform.models import Workspace
 from agent_platform.names import clean_name
-from runs import lifecycle, queueing
 from runs.events import emit
 from runs.human import wake
-from runs.launch import clean_start_url
-from runs.models import Run, Session
+from runs.launch import launch
+from runs.launch_rules import LaunchRequest
+from runs.models import Run
 
-from .models import NAME_MAX_CHARS, Profile
+from .models import NAME_MAX_CHARS, USER_ID_MAX_CHARS, Profile
 
 
-def create_profile(workspace: Workspace, name: object) -> Profile:
+def create_profile(workspace: Workspace, name: object, user_id: object = "") -> Profile:
     """An empty profile: its first run (or sign-in by hand) gives it a state."""
-    return Profile.objects.create(workspace=workspace, name=clean_name(name, NAME_MAX_CHARS))
+    return Profile.objects.create(
+        workspace=workspace, name=clean_name(name, NAME_MAX_CHARS), user_id=clean_user_id(user_id)
+    )
+
+
+def clean_user_id(user_id: object) -> str:
+    """The caller's own id for the profile's person (Browser Use's userId): kept as given, "" for none."""
+    if user_id is None:
+        return ""
+    if not isinstance(user_id, str) or len(user_id) > USER_ID_MAX_CHARS or "\x00" in user_id:
+        raise InvalidRequest.of_field("user_id", f"must be a string of at most {USER_ID_MAX_CHARS} characters")
+    return user_id
+
+
+def set_user_id(profile: Profile, user_id: object) -> Profile:
+    profile.user_id = clean_user_id(user_id)
+    profile.updated_at = timezone.now()
+    profile.save(update_fields=["user_id", "updated_at"])
+    return profile
 
 
 def rename_profile(profile: Profile, name: object) -> Profile:
@@ -37,27 +55,18 @@ def delete_profile(profile: Profile) -> None:
 def start_sign_in(profile: Profile, start_url: object, created_by: User | None = None) -> Run:
     """A sign-in by hand on `profile`: a run of kind sign_in (no agent, no model requests) whose browser starts from
     the profile at `start_url` and waits for the operator's Save or Cancel (runtime.sign_in)."""
-    url = clean_start_url(start_url)
-    if not url:
-        raise InvalidRequest.of_field("start_url", "is required: the page where the operator signs in")
-    with transaction.atomic():
-        queueing.refuse_beyond_queued_limit(profile.workspace)
-        session = Session.objects.create(workspace=profile.workspace, created_by=created_by)
-        run = Run.objects.create(
-            workspace=profile.workspace,
-            session=session,
-            created_by=created_by,
-            kind=Run.Kind.SIGN_IN,
-            profile=profile,
-            save_profile=True,
-            task=f"Sign in by hand on profile {profile.name}",
-            start_url=url,
-            model="",
-            max_turns=1,
-        )
-        # Through the workspace's admission like any launch (runs.queueing): it counts toward its concurrency.
-        transaction.on_commit(lambda: lifecycle.admit(profile.workspace_id))
-    return run
+    # Through the launch like any run: the same start_url rule, and the workspace's admission (runs.queueing) counts
+    # it toward its concurrency.
+    request = LaunchRequest(
+        kind=Run.Kind.SIGN_IN,
+        created_by=created_by,
+        task=f"Sign in by hand on profile {profile.name}",
+        start_url=start_url,
+        profile_id=profile.public_id,
+        save_profile=True,
+        max_turns=1,
+    )
+    return launch(profile.workspace, request).run
 
 
 def request_save(run: Run) -> Run:

@@ -2,6 +2,7 @@
 version and accept or decline it, and account what a replay saved."""
 
 import hashlib
+from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -10,7 +11,8 @@ from django.db.models import Max
 
 from agent_platform.errors import Conflict, InvalidRequest, NotFound
 from agent_platform.models import Workspace
-from runs.launch import Launched, invalid, launch_run
+from runs.launch import Launched, launch
+from runs.launch_rules import LaunchRequest, invalid
 from runs.models import Event, Run
 
 from . import steps as recipe_steps
@@ -119,45 +121,45 @@ def replay_parameters(version: RecipeVersion, given: object) -> dict[str, str]:
     return {**known, **given}
 
 
-def launch_replay(
-    workspace: Workspace,
-    *,
-    recipe_id: object,
-    parameters: object = None,
-    task: object = None,
-    start_url: object = None,
-    output_schema: Any = None,
-    session_id: object = None,
-    secrets: object = None,
-    **fields: Any,
-) -> Launched:
-    """A run that replays the recipe's current version with `parameters` (runtime.replay): its task, start URL and
-    output schema are the recipe's; the other launch fields are a run's. Raises as runs.launch.launch_run does."""
+def replay_request(
+    workspace: Workspace, request: LaunchRequest, *, recipe_id: object, parameters: object
+) -> tuple[LaunchRequest, RecipeVersion, dict[str, str]]:
+    """The launch a replay of the recipe's current version makes: its task, start URL and output schema are the
+    recipe's, the other launch fields the caller's; with the version replayed and its parameters' values."""
     recipe = find_recipe(workspace, recipe_id)
-    for field, value in (("task", task), ("start_url", start_url), ("output_schema", output_schema)):
-        if value is not None:
+    for field in ("task", "start_url", "output_schema"):
+        if getattr(request, field) is not None:
             raise invalid(field, f"a replay's {field} is its recipe's: leave it out with recipe_id")
-    if session_id is not None:
+    if request.session_id is not None:
         raise invalid("session_id", "a replay starts a session of its own: leave it out with recipe_id")
     version = recipe.current()
     values = replay_parameters(version, parameters)
+    recipe_request = replace(
+        request,
+        task=recipe_steps.render(recipe.task, values),
+        start_url=recipe.start_url,
+        output_schema=recipe.output_schema,
+    )
+    return recipe_request, version, values
+
+
+def launch_replay(
+    workspace: Workspace, request: LaunchRequest, *, recipe_id: object, parameters: object = None
+) -> Launched:
+    """A run that replays the recipe's current version with `parameters` (runtime.replay), launched as runs.launch
+    launches any run and raising as it does."""
+    recipe_request, version, values = replay_request(workspace, request, recipe_id=recipe_id, parameters=parameters)
     needed = recipe_steps.secrets_in(version.steps)
+    secrets = request.secrets
     missing = sorted(needed - set(secrets if isinstance(secrets, dict) else {}))
     if missing:
         raise invalid("secrets", f"the recipe types {', '.join(missing)}: give each in secrets")
     with transaction.atomic():  # the worker is handed the run once this commits, with its replay in place
-        launched = launch_run(
-            workspace,
-            task=recipe_steps.render(recipe.task, values),
-            start_url=recipe.start_url,
-            output_schema=recipe.output_schema,
-            secrets=secrets,
-            # a retried replay with the same key is the same recipe with the same parameters, or a conflict
-            fingerprinted={"recipe_id": recipe.public_id, "parameters": values},
-            **fields,
-        )
+        # a retried replay with the same key is the same recipe with the same parameters, or a conflict
+        fingerprinted = {"recipe_id": version.recipe.public_id, "parameters": values}
+        launched = launch(workspace, recipe_request, fingerprinted=fingerprinted)
         if not launched.replayed:
-            Replay.objects.create(run=launched.run, recipe=recipe, version=version, parameters=values)
+            Replay.objects.create(run=launched.run, recipe=version.recipe, version=version, parameters=values)
     return launched
 
 

@@ -11,11 +11,12 @@ from django.views.decorators.http import require_POST
 from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import InvalidRequest, ServiceError
 from agent_platform.models import Workspace
+from runs.launch_rules import LaunchRequest
 from runs.views import run_for_user
 
 from . import services
-from .api import recipe_out
 from .models import Recipe
+from .reading import recipe_out
 
 RECIPES_SHOWN = 100
 
@@ -114,9 +115,9 @@ def recipe_replay(request: OperatorRequest, recipe_id: str) -> HttpResponse:
     try:
         launched = services.launch_replay(
             recipe.workspace,
+            LaunchRequest(created_by=request.user),
             recipe_id=recipe.public_id,
             parameters=values_of(request.POST, "param-"),
-            created_by=request.user,
         )
     except ServiceError as error:
         return detail_page(request, recipe, error)

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from agent_platform.models import Membership, Workspace
+from runs.files import StoredFile, store_file
 from runs.launch import launch_run
 from runs.models import Run
 from runs.presets import demo_tasks
@@ -26,7 +27,9 @@ class Command(BaseCommand):
             return
         owner = Membership.objects.filter(workspace=found, role=Membership.Role.OWNER).select_related("user").first()
         for preset in demo_tasks(base_url):
-            arguments = {key: value for key, value in preset.items() if key not in ("label", "profile", "seed")}
+            arguments = {
+                key: value for key, value in preset.items() if key not in ("label", "profile", "seed", "sample_file")
+            }
             if profile_name := preset.get("profile"):
                 # the profile the sign-in preset saves and the account preset then starts from
                 profile = Profile.objects.for_workspace(found).filter(name=profile_name).first()
@@ -34,5 +37,9 @@ class Command(BaseCommand):
                 arguments["profile_id"] = profile.public_id
             if not preset.get("seed", True):
                 continue
+            if sample := preset.get("sample_file"):
+                with open(sample, "rb") as handle:
+                    given = store_file(found, handle, name=sample.name, source=StoredFile.Source.UPLOAD)
+                arguments["file_ids"] = [given.public_id]
             run = launch_run(found, created_by=owner.user if owner else None, **arguments).run
             self.stdout.write(f"Demo run {run.public_id}: {preset['label']}")

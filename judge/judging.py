@@ -32,6 +32,11 @@ TOOL_RESULT_CHARS = 300
 FINAL_VIEW_CHARS = 8000
 JUDGE_TRAJECTORY_CHARS = 24000
 VERDICTS = {choice.value for choice in Judgment.Verdict}
+STANDARD, KEY_POINTS = "standard", "key_points"
+MODES = (STANDARD, KEY_POINTS)
+KEY_POINTS_MAX_TOKENS = 2048
+# The screenshots a key-points judgment reads: the last few the agent was shown, the final one always among them.
+CHOSEN_SCREENSHOTS = 4
 
 # Reads a reply of the Messages API (the SDK's message object): the answer object, or None and why there is none.
 ParseAnswer = Callable[[Any], tuple[dict[str, Any] | None, str]]
@@ -80,9 +85,12 @@ def _trajectory_line(event: Event) -> str | None:
     return None
 
 
-def trajectory(run: Run, max_chars: int = JUDGE_TRAJECTORY_CHARS) -> str:
-    """The steps the run took, one line each; a long run keeps its start and its end, since both matter most."""
-    lines = [f"{index}. {line}" for index, line in enumerate(_lines(run), start=1)]
+def trajectory(run: Run, max_chars: int = JUDGE_TRAJECTORY_CHARS, *, evidence_only: bool = False) -> str:
+    """The steps the run took, one line each; a long run keeps its start and its end, since both matter most.
+
+    `evidence_only`: the actions and what the pages answered, without the agent's messages, its done call (claim and
+    output) and the run's ending."""
+    lines = [f"{index}. {line}" for index, line in enumerate(_lines(run, evidence_only=evidence_only), start=1)]
     if sum(len(line) + 1 for line in lines) <= max_chars:
         return "\n".join(lines) or "(no steps recorded)"
     head: list[str] = []
@@ -104,9 +112,23 @@ def trajectory(run: Run, max_chars: int = JUDGE_TRAJECTORY_CHARS) -> str:
     return "\n".join([*head, f"… {omitted} steps omitted …", *tail])
 
 
-def _lines(run: Run) -> list[str]:
+def _lines(run: Run, *, evidence_only: bool = False) -> list[str]:
     events = Event.objects.filter(run=run).exclude(type__in=["agent.usage", "agent.final_view"]).order_by("seq")
-    return [line for line in (_trajectory_line(event) for event in events) if line]
+    if evidence_only:
+        events = events.exclude(type__in=["agent.message", "run.finished"])
+    done_ids: set[str] = set()
+    lines = []
+    for event in events:
+        data = event.payload or {}
+        if evidence_only and event.type == "agent.tool_use" and data.get("name") == "done":
+            done_ids.add(str(data.get("id")))  # the agent's claim and answer: the key-points judge never reads them
+            continue
+        if evidence_only and event.type == "agent.tool_result" and str(data.get("tool_use_id")) in done_ids:
+            continue
+        line = _trajectory_line(event)
+        if line:
+            lines.append(line)
+    return lines
 
 
 def final_view(run: Run) -> dict[str, Any] | None:
@@ -184,7 +206,10 @@ def structured_outputs(model: str) -> bool:
 
 
 def viewport_image_block(view: dict[str, Any] | None) -> dict[str, Any] | None:
-    url = (view or {}).get("screenshot_url")
+    return image_block((view or {}).get("screenshot_url"))
+
+
+def image_block(url: str | None) -> dict[str, Any] | None:
     if not url:
         return None
     try:
@@ -268,6 +293,95 @@ def judge_request(run: Run, judge_context: list[str], model: str) -> dict[str, A
     )
 
 
+def key_points_request(run: Run, model: str) -> dict[str, Any]:
+    """The first key-points request: the task alone, before anything the run did."""
+    task = f"# Task\n{run.task}" + (f"\nStart URL: {run.start_url}" if run.start_url else "")
+    return verdict_params(
+        model,
+        system=prompts.KEY_POINTS_SYSTEM,
+        text=task,
+        extra=[],
+        tool=prompts.KEY_POINTS_TOOL_DEFINITION,
+        max_tokens=KEY_POINTS_MAX_TOKENS,
+    )
+
+
+def parse_key_points(message: Any) -> tuple[dict[str, Any] | None, str]:
+    answer, problem = answer_of(message, prompts.KEY_POINTS_TOOL)
+    if answer is None:
+        return None, problem
+    points = answer.get("key_points")
+    if not isinstance(points, list) or not points or not all(isinstance(p, str) and p.strip() for p in points):
+        return None, "key_points is not a non-empty list of statements"
+    return answer, ""
+
+
+def chosen_screenshots(run: Run, view: dict[str, Any] | None) -> list[str]:
+    """The screenshots the key-points judge reads: the last CHOSEN_SCREENSHOTS the run took, the final view's last."""
+    urls = [
+        url
+        for url in Event.objects.filter(run=run, type="agent.tool_result")
+        .order_by("seq")
+        .values_list("payload__screenshot_url", flat=True)
+        if isinstance(url, str) and url
+    ]
+    final = (view or {}).get("screenshot_url")
+    if final:
+        urls = [url for url in urls if url != final] + [final]
+    return urls[-CHOSEN_SCREENSHOTS:]
+
+
+def evidence_request(run: Run, judge_context: list[str], key_points: list[str], model: str) -> dict[str, Any]:
+    """The second key-points request: the key points, then only the evidence (actions, pages, screenshots); the
+    agent's verdict, output, data and messages are left out."""
+    view = final_view(run)
+    context = "\n".join(f"- {statement}" for statement in judge_context) or "(none)"
+    points = "\n".join(f"{index}. {point}" for index, point in enumerate(key_points, start=1))
+    sections = [
+        f"# Judge context (weigh these before everything else)\n{context}",
+        f"# Task\n{run.task}" + (f"\nStart URL: {run.start_url}" if run.start_url else ""),
+        f"# Key points the run must meet\n{points}",
+        f"# Actions the run took and what the pages answered\n{trajectory(run, evidence_only=True)}",
+        f"# The final page\n{final_view_text(view)}",
+    ]
+    extra: list[dict[str, Any]] = []
+    if supports_vision(model):
+        for number, url in enumerate(chosen_screenshots(run, view), start=1):
+            block = image_block(url)
+            if block is not None:
+                extra += [{"type": "text", "text": f"Screenshot {number} (in the order taken; the last is final):"}]
+                extra.append(block)
+    return verdict_params(
+        model,
+        system=prompts.KEY_POINTS_JUDGE_SYSTEM,
+        text="\n\n".join(sections),
+        extra=extra,
+        tool=prompts.JUDGE_TOOL_DEFINITION,
+        max_tokens=JUDGE_MAX_TOKENS,
+    )
+
+
+def mode_of(run: Run, mode: str | None) -> str:
+    """The judge mode asked for, else the one the run was launched with (its metadata's judge_mode), else standard."""
+    chosen = mode or (run.metadata or {}).get("judge_mode")
+    return chosen if chosen in MODES else STANDARD
+
+
+def read_with_key_points(run: Run, context: list[str], model: str) -> tuple[dict[str, Any], list[str]]:
+    """The key points first (from the task alone), then the verdict from the evidence."""
+    points = ask_for_answer(run, key_points_request(run, model), prompts.KEY_POINTS_TOOL, parse_key_points)
+    if points.answer is None:
+        reason = f"The judge's key points could not be parsed, twice ({points.problem}), so the verdict is uncertain."
+        return uncertain(reason), []
+    key_points = [point.strip() for point in points.answer["key_points"]]
+    params = evidence_request(run, context, key_points, model)
+    reading = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)
+    answer = reading.answer or uncertain(
+        f"The judge's answer could not be parsed, twice ({reading.problem}), so the verdict is uncertain."
+    )
+    return answer, key_points
+
+
 def parse_judgment(message: Any) -> tuple[dict[str, Any] | None, str]:
     answer, problem = answer_of(message, prompts.JUDGE_TOOL)
     if answer is None:
@@ -328,7 +442,12 @@ def uncertain(reason: str) -> dict[str, Any]:
 
 
 def judge(
-    run: Run, *, judge_context: list[str] | None = None, requested_by: User | None = None, model: str | None = None
+    run: Run,
+    *,
+    judge_context: list[str] | None = None,
+    requested_by: User | None = None,
+    model: str | None = None,
+    mode: str | None = None,
 ) -> Judgment:
     """Judge `run` once (with the run's own judge_context unless one is given), store and announce the Judgment.
 
@@ -338,15 +457,19 @@ def judge(
     """
     context = list(run.judge_context or []) if judge_context is None else list(judge_context)
     model = model or settings.JUDGE_MODEL
+    mode = mode_of(run, mode)
+    key_points: list[str] = []
     # In the run's trace when the judge's message carries it (a judgment queued by the run's ending), with the
     # judge's requests as its children.
     with telemetry.span("judge", {"pilothouse.run.id": run.public_id, telemetry.REQUEST_MODEL: model}) as traced:
-        params = judge_request(run, context, model)
         try:
-            reading = ask_for_answer(run, params, prompts.JUDGE_TOOL, parse_judgment)
-            answer = reading.answer or uncertain(
-                f"The judge's answer could not be parsed, twice ({reading.problem}), so the verdict is uncertain."
-            )
+            if mode == KEY_POINTS:
+                answer, key_points = read_with_key_points(run, context, model)
+            else:
+                reading = ask_for_answer(run, judge_request(run, context, model), prompts.JUDGE_TOOL, parse_judgment)
+                answer = reading.answer or uncertain(
+                    f"The judge's answer could not be parsed, twice ({reading.problem}), so the verdict is uncertain."
+                )
         except ModelUnavailable as error:
             answer = uncertain(f"The judge model was unavailable, so the run was not judged: {error}")
         except spending.CostCapReached as error:
@@ -360,6 +483,8 @@ def judge(
         impossible=answer["impossible"],
         judge_context=context,
         model=model,
+        mode=mode,
+        key_points=key_points,
         requested_by=requested_by,
         judged_at=timezone.now(),
     )

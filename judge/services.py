@@ -44,7 +44,12 @@ def clean_judge_context(judge_context: object) -> list[str]:
 
 
 def enqueue_judgment(
-    run: Run, *, judge_context: list[str] | None = None, requested_by: User | None = None, model: str | None = None
+    run: Run,
+    *,
+    judge_context: list[str] | None = None,
+    requested_by: User | None = None,
+    model: str | None = None,
+    mode: str | None = None,
 ) -> None:
     """Queue a judge task once the current transaction commits, so the worker reads the committed run; `model`
     overrides JUDGE_MODEL for this judgment (re-judging with another judge)."""
@@ -52,7 +57,9 @@ def enqueue_judgment(
 
     def send() -> None:
         try:
-            judge_run.delay(run.pk, judge_context=judge_context, requested_by_id=requested_by_id, model=model)
+            judge_run.delay(
+                run.pk, judge_context=judge_context, requested_by_id=requested_by_id, model=model, mode=mode
+            )
         except Exception:
             # The run's own result is unaffected; an operator can re-judge once the broker is back.
             log.exception("could not enqueue the judgment of %s", run.public_id)
@@ -66,7 +73,9 @@ def judge_on_finish(run: Run) -> None:
         enqueue_judgment(run)
 
 
-def request_rejudge(run: Run, *, judge_context: object, requested_by: User | None, model: str | None = None) -> None:
+def request_rejudge(
+    run: Run, *, judge_context: object, requested_by: User | None, model: str | None = None, mode: str | None = None
+) -> None:
     """Judge a finished run again with this judge_context (None: the run's own); every judgment is kept and billed
     as judge usage.
 
@@ -77,4 +86,6 @@ def request_rejudge(run: Run, *, judge_context: object, requested_by: User | Non
     run.refresh_from_db(fields=["status"])
     if not run.is_finished:
         raise Conflict(f"The run is {run.status}; only a finished run can be judged again.", field="status")
-    enqueue_judgment(run, judge_context=cleaned, requested_by=requested_by, model=model)
+    if mode is not None and mode not in ("standard", "key_points"):
+        raise InvalidRequest.of_field("judge_mode", "must be standard or key_points")
+    enqueue_judgment(run, judge_context=cleaned, requested_by=requested_by, model=model, mode=mode)

@@ -48,6 +48,54 @@ JUDGE_TOOL_DEFINITION = {
     },
 }
 
+# The key-points mode (a WebJudge-style reading, in our own words): its two requests open with the judge's own first
+# line, so they are told apart from the agent's exactly as the standard judge's are.
+JUDGE_FIRST_LINE = JUDGE_SYSTEM.splitlines()[0]
+KEY_POINTS_TOOL = "record_key_points"
+
+KEY_POINTS_SYSTEM = f"""\
+{JUDGE_FIRST_LINE}
+
+This first step reads only the task. Before anything the agent did is shown, write the task's key points: \
+the few concrete requirements a run must meet to accomplish it (each filter, value, item, quantity or final state \
+the task names), each one short and checkable from screenshots and actions. Do not add requirements the task does \
+not state. Give your answer once, in the requested shape: key_points."""
+
+KEY_POINTS_TOOL_DEFINITION = {
+    "name": KEY_POINTS_TOOL,
+    "description": "Record the task's key points. Call it exactly once; it is your whole answer.",
+    "strict": True,
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "key_points": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The task's requirements, one short checkable statement each.",
+            },
+        },
+        "required": ["key_points"],
+        "additionalProperties": False,
+    },
+}
+
+KEY_POINTS_JUDGE_SYSTEM = f"""\
+{JUDGE_FIRST_LINE}
+
+In this mode you do not see the agent's final answer or its claim of success: they may contain hallucinated \
+content. Judge only from the evidence: the actions the run took, what the pages answered, and the screenshots.
+
+How to judge:
+- The operator's statements under "Judge context" come first: weigh them before everything else.
+- pass: every key point of the task is shown to be met by the actions and the screenshots.
+- fail: a key point is not met, is met only in part, or the evidence shows the wrong item, filter or value.
+- uncertain: the evidence you were given does not let you decide either way.
+- blocked: true when a captcha, login wall, access denial, rate limit or bot detection stood in the way.
+- impossible: true when no agent could have completed the task as stated.
+- reason: one paragraph naming, key point by key point, the evidence your verdict rests on.
+
+Give your answer once, in the requested shape: verdict, reason, blocked, impossible."""
+
 GRADER_SYSTEM = """\
 You are the grader of a browser agent's deliverables against an outcome and its rubric. Be strict and specific.
 

@@ -27,6 +27,10 @@ class Judgment(models.Model):
     impossible = models.BooleanField(default=False)
     judge_context = models.JSONField(default=list, blank=True)
     model = models.CharField(max_length=100, blank=True)
+    # standard (reads the agent's verdict and output) or key_points (writes the task's key points first, then reads
+    # only the steps and screenshots); judge.judging.MODES
+    mode = models.CharField(max_length=12, default="standard")
+    key_points = models.JSONField(default=list, blank=True)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     judged_at = models.DateTimeField(default=timezone.now)
 
