@@ -26,14 +26,16 @@ from agent_platform.api import (
     describe_validation_errors,
 )
 from agent_platform.errors import InvalidRequest, NotFound, ServiceError, ServiceUnavailable
+from agent_platform.lib.money import exact_usd
 from agent_platform.models import ApiKey, ModelRequest
-from runs.api import paginate
-from runs.launch import clean_allowed_domains, clean_max_cost_usd, launch_run
+from runs.launch import launch
+from runs.launch_rules import LaunchRequest, clean_max_cost_usd
 from runs.lifecycle import request_cancel
 from runs.models import Event, Run, Session
+from runs.reading import paginate
 from runs.secrets import SECRET_NAME
 
-from . import mapping
+from . import launching, mapping
 from .unsupported import NotInPilothouse
 
 PAGE_DEFAULT = 20
@@ -41,8 +43,6 @@ PAGE_MAX = 100
 EVENTS_DEFAULT = 100
 EVENTS_MAX = 1000
 SEQ_MAX = 2**31 - 1
-SCREEN_WIDTH = (320, 6144)
-SCREEN_HEIGHT = (320, 3456)
 
 
 class BrowserUseKey(APIKeyHeader):
@@ -72,7 +72,15 @@ class DetailOut(Schema):
     detail: Any
 
 
-ERRORS = {401: DetailOut, 404: DetailOut, 413: DetailOut, 422: DetailOut, 429: DetailOut, 501: DetailOut}
+ERRORS = {
+    401: DetailOut,
+    404: DetailOut,
+    409: DetailOut,
+    413: DetailOut,
+    422: DetailOut,
+    429: DetailOut,
+    501: DetailOut,
+}
 
 
 def detail_response(
@@ -192,8 +200,8 @@ class BrowserSettingsIn(Schema):
     profileId: StrictStr | None = None
     proxyCountryCode: StrictStr | None = None
     customProxy: dict[str, Any] | None = None
-    screenWidth: StrictInt | None = Field(None, ge=SCREEN_WIDTH[0], le=SCREEN_WIDTH[1])
-    screenHeight: StrictInt | None = Field(None, ge=SCREEN_HEIGHT[0], le=SCREEN_HEIGHT[1])
+    screenWidth: StrictInt | None = None
+    screenHeight: StrictInt | None = None
     allowResizing: StrictBool | None = None
     record: StrictBool | None = None
     extensionIds: list[StrictStr] | None = None
@@ -288,12 +296,9 @@ def refuse_missing(body: RunCreateIn) -> None:
     """Launch fields naming something Pilothouse does not have: refused with the feature named, never ignored."""
     settings = body.browserSettings
     missing = [
-        (body.workspaceId is not None, "file workspaces (workspaceId)"),
-        (bool(body.attachedFileIds), "files (attachedFileIds)"),
         (bool(body.agentmail), "AgentMail inboxes (agentmail)"),
         (body.agentcardWalletId is not None or body.stripeLinkConnectionId is not None, "payments"),
         (body.opVaultId is not None or body.opVaultAllowedDomains is not None, "1Password vaults (opVaultId)"),
-        (settings is not None and settings.profileId is not None, "browser profiles (browserSettings.profileId)"),
         (settings is not None and settings.proxyCountryCode is not None, "proxies (browserSettings.proxyCountryCode)"),
         (settings is not None and settings.customProxy is not None, "proxies (browserSettings.customProxy)"),
         (settings is not None and bool(settings.extensionIds), "browser extensions (browserSettings.extensionIds)"),
@@ -330,11 +335,12 @@ def launch_params(body: RunCreateIn) -> dict[str, Any]:
     return found
 
 
-def secret_bindings(body: RunCreateIn) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """v4's secret bindings as the run's secrets ({ALIAS: value}, the alias upper-cased) and the hosts each may be
-    typed into."""
+def secret_bindings(body: RunCreateIn) -> tuple[dict[str, str], dict[str, list[str]], dict[str, int]]:
+    """v4's secret bindings as the launch's secrets ({ALIAS: value}, the alias upper-cased) and secret_domains (the
+    hosts each may be typed into), with each secret's binding index for naming a refusal as the caller wrote it."""
     secrets: dict[str, str] = {}
     domains: dict[str, list[str]] = {}
+    index_of: dict[str, int] = {}
     for index, binding in enumerate(body.secretBindings or []):
         name = binding.alias.upper()
         field = f"secretBindings[{index}]"
@@ -346,66 +352,60 @@ def secret_bindings(body: RunCreateIn) -> tuple[dict[str, str], dict[str, list[s
             raise InvalidRequest.of_field(f"{field}.alias", f"{binding.alias} is bound twice")
         if binding.source.value is None:
             raise InvalidRequest.of_field(f"{field}.source.value", "is required for an inline secret")
-        try:
-            cleaned = clean_allowed_domains(binding.allowedDomains)
-        except InvalidRequest as error:
-            raise InvalidRequest.of_field(f"{field}.allowedDomains", error.message.split(": ", 1)[-1]) from None
-        if any(domain.startswith("*.") for domain in cleaned):
-            raise InvalidRequest.of_field(
-                f"{field}.allowedDomains", "takes bare host names (a host covers its subdomains)"
-            )
         secrets[name] = binding.source.value
-        domains[name] = cleaned
-    return secrets, domains
+        domains[name] = list(binding.allowedDomains)
+        index_of[name] = index
+    return secrets, domains, index_of
 
 
-def v4_budget(value: object, request: ApiRequest) -> Decimal:
-    """A maxCostUsd in dollars (a number or a decimal string), refused under its v4 name."""
-    try:
-        return clean_max_cost_usd(value, request.workspace)
-    except InvalidRequest as error:
-        raise mapping.v4_refusal(error) from None
+def v4_launch_refusal(error: ServiceError, binding_index: dict[str, int]) -> ServiceError:
+    """The launch contract's refusal named as the v4 caller wrote the field (a secret's hosts: its binding)."""
+    field = error.field or ""
+    if isinstance(error, InvalidRequest) and field.startswith("secret_domains."):
+        index = binding_index.get(field.removeprefix("secret_domains."), 0)
+        return InvalidRequest.of_field(
+            f"secretBindings[{index}].allowedDomains", error.message.split(": ", 1)[-1], error.detail
+        )
+    return mapping.v4_refusal(error)
 
 
 @api.post("/runs", response={202: RunCreateOut, **ERRORS}, tags=["runs"], summary="Create a run")
 def create_run(request: ApiRequest, body: RunCreateIn) -> Status[dict[str, Any]]:
     refuse_missing(body)
     params = launch_params(body)
-    secrets, domains = secret_bindings(body)
-    budget = v4_budget(body.maxCostUsd, request) if body.maxCostUsd is not None else None
+    secrets, domains, binding_index = secret_bindings(body)
     session_id: str | None = None
+    budget: object = body.maxCostUsd
     if body.sessionId is not None:
-        session_id = lookup(Session.objects.for_workspace(request.workspace), body.sessionId, "Session").public_id
-    judge_context = mapping.judge_statements(body.judge.context or "") if body.judge is not None else None
-    settings = body.browserSettings
-    with transaction.atomic():
-        if session_id is not None and budget is None:
+        session = lookup(Session.objects.for_workspace(request.workspace), body.sessionId, "Session")
+        session_id = session.public_id
+        if budget is None:
             # A follow-up keeps its session's budget; each run may spend up to it (the session's sum is checked too).
-            budget = Session.objects.filter(public_id=session_id).values_list("max_cost_usd", flat=True).get()
-        try:
-            launched = launch_run(
-                request.workspace,
-                task=body.task,
-                session_id=session_id,
-                model=body.model,
-                output_schema=body.outputSchema,
-                judge=body.judge is not None,
-                judge_context=judge_context,
-                secrets=secrets or None,
-                max_cost_usd=budget,
-                **params,
-            )
-        except (InvalidRequest, NotFound) as error:
-            raise mapping.v4_refusal(error) from None
-        run = launched.run
-        # In the launch's transaction: the worker that claims the run (enqueued on commit) finds them in place.
-        Run.objects.filter(pk=run.pk).update(
-            secret_domains=domains,
-            viewport_width=settings.screenWidth if settings else None,
-            viewport_height=settings.screenHeight if settings else None,
-        )
-        if body.maxCostUsd is not None:
-            Session.objects.filter(pk=run.session_id).update(max_cost_usd=budget)
+            budget = session.max_cost_usd
+    settings = body.browserSettings
+    # Files and the profile, as the launch's file_ids, profile_id and save_profile (browser_use_v4.launching).
+    given = launching.launch_files(request.workspace, body.workspaceId, body.attachedFileIds)
+    given |= launching.launch_profile(request.workspace, settings.profileId if settings else None)
+    launch_request = LaunchRequest(
+        task=body.task,
+        session_id=session_id,
+        model=body.model,
+        output_schema=body.outputSchema,
+        judge=body.judge is not None,
+        judge_context=mapping.judge_statements(body.judge.context or "") if body.judge is not None else None,
+        secrets=secrets or None,
+        secret_domains=domains or None,
+        max_cost_usd=budget,
+        session_max_cost_usd=body.maxCostUsd,
+        viewport_width=settings.screenWidth if settings else None,
+        viewport_height=settings.screenHeight if settings else None,
+        **params,
+        **given,
+    )
+    try:
+        run = launch(request.workspace, launch_request).run
+    except (InvalidRequest, NotFound) as error:
+        raise v4_launch_refusal(error, binding_index) from None
     return Status(
         202,
         {
@@ -590,7 +590,7 @@ def delete_session(request: ApiRequest, session_id: str) -> Status[None]:
 def session_cost(request: ApiRequest, session_id: str) -> dict[str, Any]:
     session = lookup(Session.objects.for_workspace(request.workspace), session_id, "Session")
     totals = session.runs.aggregate(runs=Count("id"), cost=Sum("cost_usd"))
-    llm_cost = mapping.dollars(totals["cost"])
+    llm_cost = exact_usd(totals["cost"] or Decimal(0))
     return {
         "sessionId": session.uuid,
         "numRuns": totals["runs"],
@@ -604,6 +604,14 @@ def session_cost(request: ApiRequest, session_id: str) -> dict[str, Any]:
     }
 
 
+def v4_budget(value: object, request: ApiRequest) -> Decimal:
+    """A maxCostUsd in dollars (a number or a decimal string), refused under its v4 name."""
+    try:
+        return clean_max_cost_usd(value, request.workspace)
+    except InvalidRequest as error:
+        raise mapping.v4_refusal(error) from None
+
+
 @api.patch("/sessions/{session_id}/cost-cap", response={200: CostCapOut, **ERRORS}, tags=["sessions"], summary="Budget")
 def session_cost_cap(request: ApiRequest, session_id: str, body: CostCapIn) -> dict[str, Any]:
     """The session's budget: what its runs together may cost, spending so far included."""
@@ -611,4 +619,8 @@ def session_cost_cap(request: ApiRequest, session_id: str, body: CostCapIn) -> d
     budget = v4_budget(body.maxCostUsd, request)
     session.max_cost_usd = budget
     session.save(update_fields=["max_cost_usd", "updated_at"])
-    return {"sessionId": session.uuid, "maxCostUsd": mapping.dollars(budget)}
+    return {"sessionId": session.uuid, "maxCostUsd": exact_usd(budget)}
+
+
+# /browsers: Pilothouse's browser sessions (browsers/) as v4 shapes them; added last, it reads this module's errors.
+api.add_router("", "browser_use_v4.browsers.router")

@@ -1,12 +1,13 @@
 """How Pilothouse's runs, sessions and events read as Browser Use v4 objects, and v4's launch fields as a launch's."""
 
 import uuid
-from decimal import Decimal
 from typing import Any
 
 from agent_platform import llm
 from agent_platform.errors import ServiceError
+from agent_platform.lib.money import exact_usd
 from agent_platform.models import Workspace
+from runs import event_types
 from runs.models import Event, Run, Session
 
 # Fixed, so a workspace's v4 id is the same on every call and every process (Pilothouse ids it by slug and pk).
@@ -19,9 +20,9 @@ STATUS = {
     Run.Status.FAILED: "failed",
     Run.Status.CANCELLED: "cancelled",
 }
-# v4's terminal event types: Pilothouse's one run.finished, named by how the run ended.
-FINISHED_TYPE = {"succeeded": "run.completed", "failed": "run.failed", "cancelled": "run.cancelled"}
-BROWSER_READY = "browser.ready"
+# v4's terminal event types: Pilothouse's one run.finished, named by how the run ended (runs.event_types).
+FINISHED_TYPE = event_types.RUN_FINISHED.v4_names
+BROWSER_READY = event_types.BROWSER_READY.name
 # v1's field names in a launch's refusal, as the v4 caller wrote them.
 V4_FIELD = {
     "task": "task",
@@ -32,7 +33,10 @@ V4_FIELD = {
     "output_schema": "outputSchema",
     "judge_context": "judge.context",
     "max_cost_usd": "maxCostUsd",
+    "session_max_cost_usd": "maxCostUsd",
     "secrets": "secretBindings",
+    "viewport_width": "browserSettings.screenWidth",
+    "viewport_height": "browserSettings.screenHeight",
 }
 
 
@@ -40,13 +44,6 @@ def workspace_uuid(workspace: Workspace | int) -> uuid.UUID:
     """The Pilothouse workspace's v4 id: derived from its primary key, so it never changes."""
     pk = workspace if isinstance(workspace, int) else workspace.pk
     return uuid.uuid5(WORKSPACE_NAMESPACE, f"workspace:{pk}")
-
-
-def dollars(amount: Decimal | None) -> str:
-    """Money as v4 writes it: a decimal string ("0" for nothing; never a float, never an exponent)."""
-    if not amount:
-        return "0"
-    return format(amount.normalize(), "f")
 
 
 def context_limit(model: str) -> int:
@@ -77,7 +74,7 @@ def run_summary(run: Run) -> dict[str, Any]:
         "judgement": judgments[0].as_dict() if judgments else None,
         "totalInputTokens": run.usage_input + run.usage_cache_read + run.usage_cache_write,
         "totalOutputTokens": run.usage_output,
-        "totalCostUsd": dollars(run.cost_usd),
+        "totalCostUsd": exact_usd(run.cost_usd),
         "createdAt": run.created_at,
         "updatedAt": run.finished_at or run.started_at or run.created_at,
     }
@@ -119,8 +116,8 @@ def run_event(run: Run, event: Event, type: str | None = None) -> dict[str, Any]
 
 
 def v4_type(event: Event) -> str:
-    if event.type == "run.finished":
-        return FINISHED_TYPE.get(str(event.payload.get("status")), "run.failed")
+    if event.type == event_types.RUN_FINISHED.name:
+        return FINISHED_TYPE.get(str(event.payload.get("status")), FINISHED_TYPE["failed"])
     return event.type
 
 

@@ -1,5 +1,6 @@
-"""What Browser Use Cloud has and Pilothouse does not: each of its v4 paths answers a `{"detail": …}` naming the
-missing feature (the SDK raises it as BrowserUseError), and any other path under /api/v4 a JSON 404."""
+"""What Browser Use Cloud's v4 API has and Pilothouse's v4 API does not serve: each of those paths answers a
+`{"detail": …}` naming the feature (the SDK raises it as BrowserUseError), and any other path under /api/v4 a JSON
+404."""
 
 import re
 
@@ -10,30 +11,27 @@ from agent_platform.errors import ServiceError
 
 
 class NotInPilothouse(ServiceError):
-    """A Browser Use feature Pilothouse does not have (yet)."""
+    """A Browser Use v4 path Pilothouse's v4 API does not serve (yet)."""
 
     code = "not_supported"
     status = 501
 
     def __init__(self, feature: str) -> None:
         super().__init__(
-            f"Pilothouse does not have {feature}; see docs/browser-use-compat.md for what its v4 API supports."
+            f"Pilothouse's v4 API does not serve {feature}; see docs/browser-use-compat.md for what it supports."
         )
 
 
-# v4 paths (after /api/v4/) of what Pilothouse lacks, each with the feature its answer names.
+# v4 paths (after /api/v4/) of what Pilothouse lacks, each with the feature its answer names. What Pilothouse has
+# (profiles, workspace files, attachments, a session's queue, share link and purge) is served by the v4 API itself;
+# launch fields naming what it lacks (managed proxy countries, extensions, 1Password, AgentMail, payments) are refused
+# by the launch (api.refuse_missing), naming the field.
 MISSING: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"^profiles(/.*)?$"), "browser profiles (/profiles)"),
-    (re.compile(r"^workspaces(/.*)?$"), "file workspaces or file uploads (/workspaces)"),
-    (re.compile(r"^browsers(/.*)?$"), "cloud browsers over CDP (/browsers)"),
+    (re.compile(r"^browsers/[^/]+/downloads$"), "a browser's downloads over v4 (/browsers/{id}/downloads)"),
     (re.compile(r"^extensions(/.*)?$"), "browser extensions (/extensions)"),
     (re.compile(r"^integrations(/.*)?$"), "integrations (/integrations)"),
-    (re.compile(r"^sessions/[^/]+/share$"), "share links (/sessions/{id}/share)"),
-    (re.compile(r"^sessions/[^/]+/queue(/.*)?$"), "queued session messages (/sessions/{id}/queue)"),
-    (re.compile(r"^sessions/[^/]+/purge$"), "zero-data-retention purges (/sessions/{id}/purge)"),
-    (re.compile(r"^runs/[^/]+/attachments$"), "run attachments (/runs/{id}/attachments)"),
 ]
-PATTERN = r"^api/v4/(?P<rest>(profiles|workspaces|browsers|extensions|integrations)(/.*)?|sessions/[^/]+/(share|queue(/.*)?|purge)|runs/[^/]+/attachments)$"  # fmt: skip
+PATTERN = r"^api/v4/(?P<rest>(extensions|integrations)(/.*)?|browsers/[^/]+/downloads)$"
 
 
 @csrf_exempt
