@@ -7,10 +7,14 @@ from typing import Annotated, Any, Literal
 from ninja import Field, Query, Router, Schema, Status
 from pydantic import ConfigDict, StrictBool, StrictInt, StrictStr
 
-from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, PathId
+from agent_platform.api import ERROR_RESPONSES, NOT_BLANK, ApiRequest, ErrorOut, PathId, advertised
 from agent_platform.errors import NotFound
+from agent_platform.lib.money import exact_usd
+from agent_platform.lookup import find
+from judge.models import Judgment
 from runs.api import JudgeContext
-from runs.judging.models import Judgment
+from runs.launch_rules import EFFORT_LEVELS
+from runs.models import Run
 
 from . import reports, services, stats
 from .models import Batch, Truth
@@ -30,7 +34,7 @@ LIST_MAX = 100
 class BatchTaskIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    task: StrictStr = Field(pattern=NOT_BLANK, description="What the agent should do.")
+    task: Annotated[StrictStr, advertised(pattern=NOT_BLANK)] = Field(description="What the agent should do.")
     start_url: StrictStr | None = Field(None, description="An http(s) URL the browser opens first.")
     output_schema: dict[str, Any] | None = Field(
         None, description="The object JSON Schema the run's data must satisfy."
@@ -43,9 +47,10 @@ class BatchConfigIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     model: StrictStr | None = Field(None, description="The model; the platform's default when omitted.")
-    effort: Literal["low", "medium", "high", "max"] | None = Field(
-        None, description="Effort, stored on the batch and passed to runs where the launch supports it."
+    effort: Annotated[StrictStr, advertised(enum=list(EFFORT_LEVELS))] | None = Field(
+        None, description="One of the model's effort levels (as the launch takes them); the model's own when omitted."
     )
+    thinking: StrictStr | None = Field(None, description="A thinking mode the model takes (its profile says which).")
     max_turns: StrictInt | None = Field(None, description="Action turns allowed, 1 to 200 (default 30).")
 
 
@@ -60,7 +65,23 @@ class BatchIn(Schema):
         services.CONCURRENCY_DEFAULT, description="Runs of the batch active at once, 1 to 50."
     )
     judge: StrictBool = Field(True, description="Have the judge read every run.")
+    judge_mode: Literal["standard", "key_points"] | None = Field(
+        None,
+        description="standard reads the agent's verdict; key_points writes the task's key points first and "
+        "judges from the steps and screenshots only.",
+    )
     pass_k: StrictInt | None = Field(None, description="The k of pass@k shown on the page (default: repeats).")
+
+
+class BatchOfSessionsIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    name: StrictStr = Field("", description="A label for the batch.")
+    browser_session_ids: list[StrictStr] = Field(
+        min_length=1,
+        max_length=services.RUNS_LIMIT,
+        description="Browser sessions finished with their client's claim (brs_…): each one's run joins the batch.",
+    )
 
 
 class IntervalOut(Schema):
@@ -112,6 +133,7 @@ class GroupOut(Schema):
     matrix: MatrixOut
     scoring: ScoringOut | None = Field(description="Against the task's expected data, where it gives one.")
     pass_at_1_before: float | None = Field(None, description="pass@1 in the round before this one, when re-judged.")
+    infrastructure_failures: int = Field(0, description="Runs counted apart: ended on the infrastructure or blocked.")
 
 
 class BatchTaskOut(Schema):
@@ -126,6 +148,7 @@ class BatchConfigOut(Schema):
     index: int
     model: str
     effort: str | None
+    thinking: str | None
     max_turns: int
 
 
@@ -133,6 +156,7 @@ class JudgeRoundOut(Schema):
     number: int
     judge_context: list[str] | None
     judge_model: str
+    judge_mode: str
     requested_at: datetime
 
 
@@ -150,6 +174,11 @@ class BatchCountsOut(Schema):
     judged: int
 
 
+class InfrastructureOut(Schema):
+    run_id: str
+    reason: str
+
+
 class BatchOut(Schema):
     id: str
     name: str
@@ -157,10 +186,16 @@ class BatchOut(Schema):
     repeats: int
     concurrency: int
     judge: bool
+    judge_mode: str
+    suite_id: str | None
     pass_k: int
     created_at: datetime
     finished_at: datetime | None
     counts: BatchCountsOut
+    infrastructure: list[InfrastructureOut] = Field(
+        description="Runs that ended on the infrastructure (browser_error, model_error, worker_lost, timeout) or "
+        "that the judge found blocked by the site: counted apart, out of every rate."
+    )
     tasks: list[BatchTaskOut]
     configs: list[BatchConfigOut]
     round: int = Field(description="The judging round these numbers read (0: the judging at launch).")
@@ -191,6 +226,7 @@ class BatchRunOut(Schema):
     status: str | None
     success: bool | None
     verdict: str | None
+    rule_passed: bool | None = Field(None, description="The rule score beside the judgment (suite runs).")
     launch_error: str | None
 
 
@@ -203,6 +239,9 @@ class RejudgeBatchIn(Schema):
 
     judge_context: JudgeContext | None = Field(None, description="Replaces each run's judge_context if given.")
     judge_model: StrictStr | None = Field(None, description="Another judge model, where the judge service takes one.")
+    judge_mode: Literal["standard", "key_points"] | None = Field(
+        None, description="Another judge mode (default: the batch's)."
+    )
 
 
 class TruthIn(Schema):
@@ -272,9 +311,8 @@ class CalibrationReportOut(Schema):
 
 
 def money(value: Decimal | None) -> str | None:
-    if value is None:
-        return None
-    return format(value.quantize(Decimal("0.00000001")).normalize(), "f")
+    """A statistic's dollars: rounded to 8 places, since a mean is a division."""
+    return None if value is None else exact_usd(value, places=8)
 
 
 def group_out(group: reports.Group, batch: Batch, before: float | None) -> dict[str, Any]:
@@ -305,6 +343,7 @@ def group_out(group: reports.Group, batch: Batch, before: float | None) -> dict[
         "matrix": s.matrix,
         "scoring": s.scoring.__dict__ if s.scoring else None,
         "pass_at_1_before": before,
+        "infrastructure_failures": len(group.infrastructure),
     }
 
 
@@ -317,10 +356,13 @@ def batch_out(report: reports.BatchReport) -> dict[str, Any]:
         "repeats": batch.repeats,
         "concurrency": batch.concurrency,
         "judge": batch.judge,
+        "judge_mode": batch.judge_mode,
+        "suite_id": batch.suite.public_id if batch.suite else None,
         "pass_k": batch.pass_k,
         "created_at": batch.created_at,
         "finished_at": batch.finished_at,
         "counts": report.counts,
+        "infrastructure": [{"run_id": run.public_id, "reason": reason} for run, reason in report.infrastructure],
         "tasks": [
             {
                 "index": t.position,
@@ -332,7 +374,13 @@ def batch_out(report: reports.BatchReport) -> dict[str, Any]:
             for t in batch.tasks.all()
         ],
         "configs": [
-            {"index": c.position, "model": c.model, "effort": c.effort or None, "max_turns": c.max_turns}
+            {
+                "index": c.position,
+                "model": c.model,
+                "effort": c.effort or None,
+                "thinking": c.thinking or None,
+                "max_turns": c.max_turns,
+            }
             for c in batch.configs.all()
         ],
         "round": report.round,
@@ -341,6 +389,7 @@ def batch_out(report: reports.BatchReport) -> dict[str, Any]:
                 "number": r.number,
                 "judge_context": r.judge_context,
                 "judge_model": r.judge_model,
+                "judge_mode": r.judge_mode,
                 "requested_at": r.requested_at,
             }
             for r in report.rounds
@@ -364,11 +413,13 @@ def calibration_out(value: stats.Calibration, **extra: object) -> dict[str, Any]
     return {**value.__dict__, **extra}
 
 
+def rule_passed(run: Run | None) -> bool | None:
+    score = getattr(run, "rule_score", None) if run is not None else None
+    return score.passed if score is not None else None
+
+
 def find_batch(request: ApiRequest, batch_id: str) -> Batch:
-    batch = Batch.objects.for_workspace(request.workspace).filter(public_id=batch_id).first()
-    if batch is None:
-        raise NotFound(f"No batch '{batch_id}' in this workspace.")
-    return batch
+    return find(Batch.objects.for_workspace(request.workspace), batch_id, "batch")
 
 
 # --- batches -------------------------------------------------------------------------------------------------------
@@ -387,6 +438,21 @@ def create_batch(request: ApiRequest, payload: BatchIn) -> Status[dict[str, Any]
     if body.get("configs"):
         body["configs"] = [{k: v for k, v in item.items() if v is not None} for item in body["configs"]]
     batch = services.create_batch(request.workspace, **body)
+    return Status(201, batch_out(reports.batch_report(batch)))
+
+
+@router.post(
+    "/batches/of-browser-sessions",
+    response={201: BatchOut, 409: ErrorOut, **ERRORS},
+    summary="A batch of finished browser sessions",
+    description="Your own agent's sessions, finished with its claim (POST /browsers/{id}/finish), as one batch: a "
+    "task per distinct task, one configuration (model `external`), nothing launched. Judge them all with "
+    "POST /batches/{id}/rejudge.",
+)
+def create_batch_of_sessions(request: ApiRequest, payload: BatchOfSessionsIn) -> Status[dict[str, Any]]:
+    batch = services.batch_of_sessions(
+        request.workspace, browser_session_ids=payload.browser_session_ids, name=payload.name
+    )
     return Status(201, batch_out(reports.batch_report(batch)))
 
 
@@ -424,7 +490,7 @@ def get_batch(
 @router.get("/batches/{batch_id}/runs", response={200: BatchRunListOut, **ERRORS}, summary="The runs of a batch")
 def batch_runs(request: ApiRequest, batch_id: BatchPathId) -> dict[str, Any]:
     batch = find_batch(request, batch_id)
-    items = batch.items.select_related("run", "task", "config")
+    items = batch.items.select_related("run", "task", "config", "run__rule_score")
     latest = {
         j.run_id: j.verdict for j in reports.latest_judgments(request.workspace).filter(run__batch_item__batch=batch)
     }
@@ -438,6 +504,7 @@ def batch_runs(request: ApiRequest, batch_id: BatchPathId) -> dict[str, Any]:
                 "status": item.run.status if item.run else None,
                 "success": item.run.success if item.run else None,
                 "verdict": latest.get(item.run_id) if item.run_id is not None else None,
+                "rule_passed": rule_passed(item.run),
                 "launch_error": item.launch_error or None,
             }
             for item in items

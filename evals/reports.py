@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import TruncDay, TruncWeek
 
 from agent_platform.models import Workspace
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Event, Run
 
 from . import stats
@@ -17,6 +17,24 @@ from .models import Batch, BatchConfig, BatchRun, BatchTask, JudgeRound, Truth
 
 # A cancelled run says nothing about the task: only these enter the statistics.
 COUNTED_STATUSES = (Run.Status.SUCCEEDED, Run.Status.FAILED)
+# Endings that say something about the infrastructure, not the agent: counted apart, out of every success rate.
+INFRASTRUCTURE_ENDINGS = (
+    Run.ErrorCode.BROWSER_ERROR,
+    Run.ErrorCode.MODEL_ERROR,
+    Run.ErrorCode.WORKER_LOST,
+    Run.ErrorCode.TIMEOUT,
+)
+BLOCKED_BY_SITE = "blocked"
+
+
+def infrastructure_reason(run: Run, judgment: Judgment | None) -> str | None:
+    """Why a finished run is an infrastructure failure (its error code, or "blocked" when the judge found the site
+    stood in the way), or None when it says something about the agent."""
+    if run.error_code in INFRASTRUCTURE_ENDINGS:
+        return str(run.error_code)
+    if judgment is not None and judgment.blocked:
+        return BLOCKED_BY_SITE
+    return None
 
 
 @dataclass(frozen=True)
@@ -26,6 +44,7 @@ class Group:
     planned: int
     finished: int
     stats: stats.GroupStats
+    infrastructure: list[tuple[Run, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -45,6 +64,7 @@ class BatchReport:
     counts: dict[str, int]
     changes: list[VerdictChange] = field(default_factory=list)
     pass_at_1_before: dict[tuple[int, int], float | None] = field(default_factory=dict)
+    infrastructure: list[tuple[Run, str]] = field(default_factory=list)
 
 
 def round_bounds(rounds: list[JudgeRound], number: int) -> tuple[datetime | None, datetime | None]:
@@ -81,9 +101,20 @@ def facts_of(run: Run, judgment: Judgment | None) -> stats.RunFacts:
     )
 
 
-def counted_runs(items: list[BatchRun]) -> list[Run]:
-    """The items' runs that enter the statistics: finished, and not cancelled."""
+def finished_runs(items: list[BatchRun]) -> list[Run]:
+    """The items' runs that ended, cancelled ones aside."""
     return [item.run for item in items if item.run is not None and item.run.status in COUNTED_STATUSES]
+
+
+def counted_runs(items: list[BatchRun], judgments: dict[int, Judgment] | None = None) -> list[Run]:
+    """The items' runs that enter the statistics: finished, not cancelled, and not an infrastructure failure."""
+    judgments = judgments or {}
+    return [run for run in finished_runs(items) if infrastructure_reason(run, judgments.get(run.pk)) is None]
+
+
+def infrastructure_of(items: list[BatchRun], judgments: dict[int, Judgment]) -> list[tuple[Run, str]]:
+    found = [(run, infrastructure_reason(run, judgments.get(run.pk))) for run in finished_runs(items)]
+    return [(run, reason) for run, reason in found if reason is not None]
 
 
 def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
@@ -100,7 +131,7 @@ def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
     for task in batch.tasks.all():
         for config in batch.configs.all():
             members = by_group[(task.pk, config.pk)]
-            facts = [facts_of(run, judgments.get(run.pk)) for run in counted_runs(members)]
+            facts = [facts_of(run, judgments.get(run.pk)) for run in counted_runs(members, judgments)]
             all_facts.extend(facts)
             groups.append(
                 Group(
@@ -109,6 +140,7 @@ def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
                     planned=len(members),
                     finished=sum(1 for item in members if item.run is not None and item.run.is_finished),
                     stats=stats.group_stats(facts, task.expected),
+                    infrastructure=infrastructure_of(members, judgments),
                 )
             )
     counts = {
@@ -130,7 +162,7 @@ def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
         for task in batch.tasks.all():
             for config in batch.configs.all():
                 members = by_group[(task.pk, config.pk)]
-                facts = [facts_of(run, before.get(run.pk)) for run in counted_runs(members)]
+                facts = [facts_of(run, before.get(run.pk)) for run in counted_runs(members, before)]
                 pass_at_1_before[(task.pk, config.pk)] = stats.group_stats(facts).pass_at_1
     return BatchReport(
         batch=batch,
@@ -141,6 +173,7 @@ def batch_report(batch: Batch, round_number: int | None = None) -> BatchReport:
         counts=counts,
         changes=changes,
         pass_at_1_before=pass_at_1_before,
+        infrastructure=[pair for group in groups for pair in group.infrastructure],
     )
 
 

@@ -215,3 +215,77 @@ def duration_between(start: datetime | None, end: datetime | None) -> float | No
     if start is None or end is None:
         return None
     return (end - start).total_seconds()
+
+
+# --- agreement with people -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How a rater (a judge model in a mode, the rule scorer, the agent's own claim) agrees with people's labels.
+
+    `matrix`: both_success (rater success, person success), rater_only, person_only, both_failure. Pairs where the
+    rater gave no decision (an uncertain verdict, no rule to check) are counted in `undecided` and left out."""
+
+    n: int
+    agree: int
+    percent_agreement: float | None
+    kappa: float | None
+    kappa_interval: tuple[float, float] | None
+    rater_success_rate: float | None
+    human_success_rate: float | None
+    success_rate_gap: float | None  # rater's rate minus the people's
+    matrix: dict[str, int]
+    undecided: int
+
+
+def agreement(pairs: Iterable[tuple[bool | None, bool]], z: float = Z95) -> Agreement:
+    """Cohen's kappa with its large-sample 95% interval, kappa ± z·sqrt(po(1-po) / (n(1-pe)²)), percent agreement,
+    the success-rate gap and the confusion matrix of (rater, person) pairs."""
+    both_success = rater_only = person_only = both_failure = undecided = 0
+    for rater, person in pairs:
+        if rater is None:
+            undecided += 1
+        elif rater and person:
+            both_success += 1
+        elif rater:
+            rater_only += 1
+        elif person:
+            person_only += 1
+        else:
+            both_failure += 1
+    n = both_success + rater_only + person_only + both_failure
+    matrix_ = {
+        "both_success": both_success,
+        "rater_only": rater_only,
+        "person_only": person_only,
+        "both_failure": both_failure,
+    }
+    if n == 0:
+        return Agreement(0, 0, None, None, None, None, None, None, matrix_, undecided)
+    agree = both_success + both_failure
+    po = agree / n
+    rater_rate = (both_success + rater_only) / n
+    human_rate = (both_success + person_only) / n
+    pe = rater_rate * human_rate + (1 - rater_rate) * (1 - human_rate)
+    kappa: float | None
+    interval: tuple[float, float] | None
+    if pe < 1:
+        kappa = (po - pe) / (1 - pe)
+        half = z * math.sqrt(po * (1 - po) / (n * (1 - pe) ** 2))
+        interval = (max(-1.0, kappa - half), min(1.0, kappa + half))
+    else:
+        # Both said the same one thing every time: agreement is perfect, but chance explains it all.
+        kappa, interval = None, None
+    return Agreement(
+        n=n,
+        agree=agree,
+        percent_agreement=po,
+        kappa=kappa,
+        kappa_interval=interval,
+        rater_success_rate=rater_rate,
+        human_success_rate=human_rate,
+        success_rate_gap=rater_rate - human_rate,
+        matrix=matrix_,
+        undecided=undecided,
+    )

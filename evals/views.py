@@ -15,13 +15,13 @@ from django.views.decorators.http import require_POST
 
 from agent_platform.access import OperatorRequest, current_workspace
 from agent_platform.errors import InvalidRequest, ServiceError
-from runs.judging.models import Judgment
-from runs.launch import MAX_TURNS_LIMIT
+from judge.models import Judgment
+from runs.launch_rules import EFFORT_LEVELS, MAX_TURNS_LIMIT
 from runs.schema import ALLOWED_KEYWORDS, SCHEMA_MAX_BYTES
 from runs.views import model_choices
 
 from . import reports, services, stats
-from .models import Batch, BatchConfig, Truth
+from .models import Batch, Truth
 
 CONFIG_ROWS = 3
 TRIAGE_PAGE = 20
@@ -128,7 +128,7 @@ def batch_new(request: OperatorRequest) -> HttpResponse:
             "error": error,
             "values": request.POST,
             "config_rows": range(CONFIG_ROWS),
-            "efforts": [value for value in BatchConfig.Effort.values if value],
+            "efforts": list(EFFORT_LEVELS),
             # The active models, as the run form offers them; without the Models API, a model id typed as text.
             "models": models,
             # The run form's schema lint, on the batch's schema field: the same rules, every problem at once.
