@@ -99,7 +99,17 @@
     return content === undefined || content === null ? "" : JSON.stringify(content);
   }
 
+  /* A list of names (event types the server's registry gives a page) as an object to look them up in. */
+  function asSet(names) {
+    var set = {};
+    (names || []).forEach(function (name) {
+      set[name] = 1;
+    });
+    return set;
+  }
+
   window.Pilothouse = window.Pilothouse || {};
+  window.Pilothouse.asSet = asSet;
   window.Pilothouse.LiveSocket = LiveSocket;
   window.Pilothouse.banner = banner;
   window.Pilothouse.resultText = resultText;

@@ -63,7 +63,11 @@
     },
     onMessage: function (message) {
       if (message.type === "frame") draw(message);
-      if (message.type === "ended") stop();
+      else {
+        // The rest (the worker's answers to a person's input, the end) is for static/js/control.js too.
+        document.dispatchEvent(new CustomEvent("pilothouse:live", { detail: message }));
+        if (message.type === "ended") stop();
+      }
     },
   });
 
@@ -76,7 +80,7 @@
   document.addEventListener("pilothouse:event", function (event) {
     if (event.detail && event.detail.type === "run.finished") stop();
   });
-  /* A person's input while they have control (static/js/person.js): sent on this socket, applied by the worker. */
+  /* A person's input while they have control (static/js/control.js): sent on this socket, applied by the worker. */
   function send(input) {
     var open = socket.socket && socket.socket.readyState === WebSocket.OPEN;
     if (open) socket.socket.send(JSON.stringify(Object.assign({ type: "input" }, input)));

@@ -3,6 +3,7 @@
 (function () {
   "use strict";
   var resultText = window.Pilothouse.resultText;
+  var asSet = window.Pilothouse.asSet;
   var config = JSON.parse(document.getElementById("run-config").textContent);
   var timeline = document.getElementById("timeline");
   var lastSeq = config.last_seq;
@@ -18,15 +19,8 @@
   var lastTurnSep = timeline.querySelectorAll(".turn-sep");
   if (lastTurnSep.length) currentTurn = parseInt(lastTurnSep[lastTurnSep.length - 1].dataset.turn, 10);
   // The summary (verdict, judge, signals, usage) and the header's numbers are re-read from the server together on
-  // these, so no two panels of the page disagree.
-  var SUMMARY_TYPES = {
-    "run.started": 1,
-    "run.finished": 1,
-    "run.judged": 1,
-    "agent.usage": 1,
-    "span.outcome_evaluation_end": 1,
-    "span.outcome_evaluation_start": 1,
-  };
+  // these, so no two panels of the page disagree. The event types come from the server's registry (runs.event_types).
+  var SUMMARY_TYPES = asSet(config.event_types.summary);
   var REFUSED = ["verdict_required", "Not executed"];
   var actionTurns = turns;
   var replyActed = {};
@@ -76,6 +70,24 @@
       if (!known[text]) lines.push({ text: text, notice: true });
     });
     return lines;
+  }
+
+  function plural(count, one, many) {
+    return count + " " + (count === 1 ? one : many);
+  }
+
+  // The sentence the server says from the same summary (runs.profiles.models.what_save_stores).
+  function saveStores(d) {
+    var parts = [];
+    var cookies = (d.cookies || []).map(function (item) {
+      return item.domain + " (" + plural(item.count, "cookie", "cookies") + ")";
+    });
+    if (cookies.length) parts.push("cookies for " + cookies.join(", "));
+    if (d.local_storage_origins)
+      parts.push("local storage for " + plural(d.local_storage_origins, "origin", "origins"));
+    if (d.indexed_db_origins) parts.push("IndexedDB for " + plural(d.indexed_db_origins, "origin", "origins"));
+    if (!parts.length) return "Save will store an empty profile: the browser holds no cookies and no storage yet";
+    return "Save will store " + parts.join(", ");
   }
 
   function compact(event, kind) {
@@ -202,6 +214,19 @@
       case "recipe.healing":
         item = compact(event, "Healing from step " + d.step + ": " + d.why + " · the agent takes over");
         break;
+      case "sign_in.state":
+        item = compact(
+          event,
+          "Browser state · " +
+            (d.looks_signed_in
+              ? "looks signed in to " + d.host
+              : d.host
+                ? "not signed in to " + d.host + " yet"
+                : "no page yet") +
+            " · " +
+            saveStores(d),
+        );
+        break;
       case "run.finished":
         item = el("li", "ev ev-finished");
         item.appendChild(meta(event, "Run finished"));
@@ -268,28 +293,8 @@
   // A step with a body (a message, a tool call, its result) folds to its one-line summary, as the server draws it;
   // steps drawn live follow the page's last collapse-all or expand-all.
   var FOLDED = { "agent.message": 1, "agent.tool_use": 1, "agent.tool_result": 1 };
-  var KNOWN = {
-    "agent.message": 1,
-    "agent.tool_use": 1,
-    "agent.tool_result": 1,
-    "agent.usage": 1,
-    "context.cleared": 1,
-    "context.compacted": 1,
-    "run.started": 1,
-    "agent.final_view": 1,
-    "agent.target": 1,
-    "recipe.step": 1,
-    "recipe.healing": 1,
-    "browser.restarted": 1,
-    "run.worker_lost": 1,
-    "run.handed_over": 1,
-    "run.recovered": 1,
-    "run.finished": 1,
-    "run.waiting": 1,
-    "run.judged": 1,
-    "span.outcome_evaluation_start": 1,
-    "span.outcome_evaluation_end": 1,
-  };
+  // The types the server's timeline draws its own way (templates/runs/_event.html); any other shows its raw data.
+  var KNOWN = asSet(config.event_types.drawn);
   var foldOpen = true;
   function fold(item) {
     var row = item.querySelector(".ev-meta");
@@ -324,6 +329,7 @@
   function showTurns() {
     setText("turns", turns);
     var bar = document.getElementById("budget");
+    if (!bar) return; // a sign-in by hand has no agent and no turn budget
     var percent = config.max_turns ? Math.min(100, Math.round((100 * turns) / config.max_turns)) : 0;
     bar.firstElementChild.style.width = percent + "%";
     bar.classList.toggle("warn", percent >= 75 && percent < 100);
@@ -587,16 +593,16 @@
   bindTabs(document);
 
   // "More options…" carries the task typed in the quick box to the full form.
-  var more = document.getElementById("follow-more");
-  if (more) {
-    more.addEventListener("click", function () {
-      var task = document.getElementById("follow-task").value;
-      var url = new URL(more.href, window.location.href);
-      if (task.trim()) url.searchParams.set("task", task);
-      else url.searchParams.delete("task");
-      more.href = url.toString();
-    });
-  }
+  // (Bound on the document: the follow-up card is re-rendered as the run goes on.)
+  document.addEventListener("click", function (click) {
+    var more = click.target.closest("#follow-more");
+    if (!more) return;
+    var task = document.getElementById("follow-task").value;
+    var url = new URL(more.href, window.location.href);
+    if (task.trim()) url.searchParams.set("task", task);
+    else url.searchParams.delete("task");
+    more.href = url.toString();
+  });
 
   var live = new window.Pilothouse.LiveSocket({
     path: function () {
