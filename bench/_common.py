@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import datetime
+import functools
+import http.server
 import os
 import platform as stdlib_platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -244,3 +248,62 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             stack.append(child)
     return found
+
+
+class ConnectionPeak:
+    """The most server connections named `application_name` (PGAPPNAME) PostgreSQL had at once, sampled from
+    pg_stat_activity every `interval` seconds on a connection of the sampler's own; stays 0 on SQLite."""
+
+    def __init__(self, application_name: str, interval: float = 0.1) -> None:
+        self.application_name = application_name
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        import psycopg
+        from django.db import connection
+
+        params = {key: value for key, value in connection.get_connection_params().items() if key in LIBPQ_PARAMS}
+        with psycopg.connect(**params, application_name=f"{self.application_name}-sampler", autocommit=True) as own:
+            while not self._stop.is_set():
+                row = own.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [self.application_name]
+                ).fetchone()
+                self.peak = max(self.peak, row[0] if row else 0)
+                self._stop.wait(self.interval)
+
+    def __enter__(self) -> ConnectionPeak:
+        from django.db import connection
+
+        if connection.vendor == "postgresql":
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+LIBPQ_PARAMS = {"dbname", "user", "password", "host", "port", "sslmode"}
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """Serve `directory` on an ephemeral 127.0.0.1 port for the duration of the block (the fixture pages)."""
+    handler = functools.partial(QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -89,7 +89,7 @@ def stub_process(site: str, turns: int, *, with_usage: bool, min_cacheable: int 
 
 @contextmanager
 def fixture_site() -> Iterator[str]:
-    from token_economy import serve
+    from _common import serve
 
     with serve(FIXTURES) as site:
         yield site

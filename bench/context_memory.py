@@ -98,8 +98,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args()
 
+    from _common import serve
     from make_fixtures import write_fixtures
-    from token_economy import serve
 
     setup_django()
     from django.conf import settings

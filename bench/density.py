@@ -1,14 +1,18 @@
-"""Density: 1, 5, 10 and 20 concurrent runs on one worker process with one Chromium; turns per second and memory.
+"""Density: 1, 10, 20, 40 and 80 concurrent runs on one worker process with one Chromium; turns per second, memory
+and database connections.
 
 Runs execute on threads of this process, as the Celery worker's thread pool runs them, sharing the process's one
 BrowserHost (one BrowserContext per run), against a scripted Messages stub that answers at once and the fixture
 pages. Memory is the resident set (VmRSS from /proc) of this process plus its Playwright driver and Chromium
 processes, sampled every 200 ms, both as RSS (which counts pages shared between Chromium's processes once per
 process) and as PSS (shared pages split among their sharers: the honest sum); "per added run" is the peak's growth
-over the one-run level divided by the runs added, judged on PSS. Targets: 20 concurrent runs on 2 cores, under 60 MB per added run, no errors.
+over the one-run level divided by the runs added, judged on PSS. Targets: under 60 MB per added run, no errors.
+
+On PostgreSQL the peak of this process's server connections (pg_stat_activity, by its application_name, sampled
+every 100 ms) is reported beside the pool's bound (DB_POOL_MAX): it must stay within it whatever the level.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench REDIS_URL=redis://127.0.0.1:6379/8 \\
-        .venv/bin/python bench/density.py [--levels 1,5,10,20] [--turns 10]
+        .venv/bin/python bench/density.py [--levels 1,10,20,40,80] [--turns 10]
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import threading
 import time
 
 import _runtime
-from _common import descendants, header, progress, pss_kib, rss_kib, table
+from _common import ConnectionPeak, descendants, header, load_average, progress, pss_kib, rss_kib, table
 
 TARGET_MB_PER_RUN = 60.0
+APPLICATION_NAME = "pilothouse-density"  # this process's connections in pg_stat_activity (libpq reads PGAPPNAME)
 
 
 class MemorySampler:
@@ -85,7 +90,7 @@ def run_level(site: str, concurrency: int, turns: int, stub_pid: int) -> dict:
             connection.close()
 
     threads = [threading.Thread(target=execute, args=(run,)) for run in runs]
-    with MemorySampler(exclude={stub_pid}) as sampler:
+    with MemorySampler(exclude={stub_pid}) as sampler, ConnectionPeak(APPLICATION_NAME) as connections:
         started = time.perf_counter()
         for thread in threads:
             thread.start()
@@ -109,16 +114,18 @@ def run_level(site: str, concurrency: int, turns: int, stub_pid: int) -> dict:
         "by_kind": {kind: kib / 1024 for kind, kib in sampler.peak_by_kind.items()},
         "errors": errors,
         "statuses": statuses,
+        "peak_connections": connections.peak,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--levels", default="1,5,10,20")
+    parser.add_argument("--levels", default="1,10,20,40,80")
     parser.add_argument("--turns", type=int, default=10, help="model turns per run (the last one calls done)")
     args = parser.parse_args()
     levels = [int(level) for level in args.levels.split(",")]
 
+    os.environ["PGAPPNAME"] = APPLICATION_NAME
     print(header("Density"))
     results = []
     with _runtime.fixture_site() as site, _runtime.stub_process(site, args.turns, with_usage=True) as base_url:
@@ -147,6 +154,7 @@ def main() -> None:
                 per_run,
                 result["peak_pss_mib"],
                 per_run_pss,
+                result["peak_connections"],
                 len(result["errors"]),
             ]
         )
@@ -165,11 +173,13 @@ def main() -> None:
                 "RSS MiB/added run",
                 "peak PSS MiB",
                 "PSS MiB/added run",
+                "peak DB connections",
                 "errors",
             ],
             rows,
         )
     )
+    print(f"\ndatabase connections: {pool_bound()}   load average at end: {load_average()}")
     kinds = sorted({kind for result in results for kind in result["by_kind"]})
     print("\nPSS at the peak by process kind (MiB):\n")
     print(
@@ -189,6 +199,31 @@ def main() -> None:
         f"\n{top['concurrency']} concurrent runs: {per_run:.1f} MiB (PSS) per added run, {len(top['errors'])} errors "
         f"(target < {TARGET_MB_PER_RUN:.0f} MB per added run, no errors: {verdict})"
     )
+    bound = pool_size()
+    if bound:
+        peak = max(result["peak_connections"] for result in results)
+        print(f"peak server connections {peak} at most the pool's {bound}: {'met' if peak <= bound else 'MISSED'}")
+
+
+def pool_size() -> int:
+    """The pool's bound on this process's connections; 0 without a pool."""
+    from django.db import connection
+
+    pool = connection.settings_dict.get("OPTIONS", {}).get("pool") if connection.vendor == "postgresql" else None
+    return int(pool["max_size"]) if isinstance(pool, dict) else 0
+
+
+def pool_bound() -> str:
+    """What bounds this process's database connections: the pool's size, or nothing (SQLite, or the pool off)."""
+    from django.conf import settings
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return f"{connection.vendor}: no pool, a connection per thread (not counted)"
+    pool = connection.settings_dict.get("OPTIONS", {}).get("pool")
+    if not pool:
+        return "PostgreSQL without a pool (DB_POOL_MAX=0): a connection per thread"
+    return f"PostgreSQL pool of at most {settings.DB_POOL_MAX} (DB_POOL_MAX) for this process"
 
 
 def process_kind(pid: int) -> str:

@@ -9,7 +9,9 @@ step is the same action through Playwright, an aria snapshot like read_page's an
 an agent built on bare Playwright would hand its model; Pilothouse's live-view screenshot is not the model's).
 Both use the same Chromium, alternately, run after run. The first step of a warm worker is measured in fresh
 processes that warm up as a worker does at start (`runtime.worker.warm_up`), then execute one run; `--cold`
-processes skip the warm-up, for comparison.
+processes skip the warm-up, for comparison. Python CPU per step is this process's CPU time over the counted walks
+(every thread: the loop, its lane, the browser host's loop), less what the two test servers' request threads spent
+(the Messages stub and the shop), divided by the steps.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench REDIS_URL=redis://127.0.0.1:6379/8 \\
         .venv/bin/python bench/step_speed.py [--runs 3] [--steps 20] [--fresh 3]
@@ -22,6 +24,8 @@ import html
 import http.server
 import json
 import re
+import resource
+import socketserver
 import subprocess
 import sys
 import threading
@@ -37,6 +41,7 @@ from _common import header, load_average, progress, stats, table
 TARGET_MEDIAN_RATIO = 1.0
 TARGET_P95_RATIO = 1.3
 TARGET_FIRST_STEP_RATIO = 1.5
+TARGET_CPU_MS_PER_STEP = 10.0
 PRODUCTS = [
     ("Kettle", "24.90"),
     ("Toaster", "39.00"),
@@ -115,6 +120,49 @@ def shop() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class ServerCpu:
+    """CPU seconds spent by the test servers' request threads (one fresh thread per request), so the process's CPU
+    less this is the walk's own."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.lock = threading.Lock()
+        original = socketserver.ThreadingMixIn.process_request_thread
+
+        def counted(server: Any, request: Any, client_address: Any) -> None:
+            try:
+                original(server, request, client_address)
+            finally:
+                with self.lock:
+                    self.seconds += time.thread_time()
+
+        socketserver.ThreadingMixIn.process_request_thread = counted  # type: ignore[method-assign,assignment]  # this process only
+
+
+def process_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class CpuMeter:
+    """Python CPU milliseconds per step of one side's counted walks, the servers' threads left out."""
+
+    def __init__(self, servers: ServerCpu) -> None:
+        self.servers = servers
+        self.seconds = 0.0
+        self.steps = 0
+
+    @contextmanager
+    def walk(self, steps: int) -> Iterator[None]:
+        process, server = process_cpu(), self.servers.seconds
+        yield
+        self.seconds += (process_cpu() - process) - (self.servers.seconds - server)
+        self.steps += steps
+
+    def per_step_ms(self) -> float:
+        return self.seconds * 1000 / max(self.steps, 1)
 
 
 # --- the walk -------------------------------------------------------------------------------------------------------
@@ -278,6 +326,8 @@ def main() -> None:
     bare: list[float] = []
     kinds: list[str] = []  # the kind of each counted step, the same for both sides
     loads = [load_average()]
+    servers = ServerCpu()
+    our_cpu, bare_cpu = CpuMeter(servers), CpuMeter(servers)
     with shop() as site:
         with stub(site, args.steps) as (model, base_url):
             _runtime.configure(base_url)
@@ -288,8 +338,10 @@ def main() -> None:
             pilothouse_walk(model, site, args.steps)
             bare_walk(site, args.steps)
             for _ in progress(range(args.runs), args.runs, "walks"):
-                bare.extend(ms(bare_walk(site, args.steps))[1:])
-                ours.extend(ms(pilothouse_walk(model, site, args.steps))[1:])
+                with bare_cpu.walk(args.steps):
+                    bare.extend(ms(bare_walk(site, args.steps))[1:])
+                with our_cpu.walk(args.steps):
+                    ours.extend(ms(pilothouse_walk(model, site, args.steps))[1:])
                 kinds.extend(STEP_KINDS[(step - 1) % 4] for step in range(2, args.steps + 1))
             close_browser_host()
         loads.append(load_average())
@@ -313,6 +365,10 @@ def main() -> None:
         f"{args.runs} walks of {args.steps} steps each way (first step of each walk left out); load averages: {' -> '.join(loads)}\n"
     )
     print(table(["per step", "steps", "median ms", "p95 ms", "mean ms"], rows))
+    print(
+        f"\nPython CPU per step (this process, servers' threads left out): Pilothouse {our_cpu.per_step_ms():.1f} ms, "
+        f"bare Playwright {bare_cpu.per_step_ms():.1f} ms (target for Pilothouse: <= {TARGET_CPU_MS_PER_STEP:.0f} ms)"
+    )
     median_ratio = ours_stats["median"] / bare_stats["median"]
     p95_ratio = ours_stats["p95"] / bare_stats["p95"]
     first_ratio = stats(warm_firsts)["median"] / stats(warm_rest)["median"]

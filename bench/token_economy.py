@@ -12,17 +12,13 @@ cache_control breakpoints and whether each request's cached prefix is byte-stabl
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import json
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import Stopwatch, header, progress, stats, table
+from _common import Stopwatch, header, progress, serve, stats, table
 from make_fixtures import write_fixtures
 
 # The pages are built by make_fixtures.py (seeded, so the same bytes every time) rather than kept in the repo.
@@ -32,25 +28,6 @@ VIEWPORT = (1280, 800)
 # Anthropic's documented estimate for an image that needs no resizing: tokens = width * height / 750.
 SCREENSHOT_TOKENS = VIEWPORT[0] * VIEWPORT[1] // 750
 CACHE_TARGET = 0.80
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def serve(directory: Path) -> Iterator[str]:
-    """Serve `directory` on an ephemeral 127.0.0.1 port for the duration of the block."""
-    handler = functools.partial(QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def tokens(chars: int) -> int:

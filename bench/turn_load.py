@@ -9,9 +9,10 @@ live-view image saved to storage and the heartbeat, then the pushes to the run's
 simulated run hands off a turn every `--interval` seconds, shaped like a real turn (an agent.message, an
 agent.tool_use, an agent.tool_result of the sizes measured from the runtime's own benchmark runs, the model
 request's usage, the changed signals, a live-view JPEG), and beats its heartbeat at the loop's heartbeat interval.
-A worker gives each run its own lane thread, heartbeat thread and database connections; here the runs of a driver
-share `--lanes` lanes and one heartbeat lane (so processes x (lanes + 1) connections: PostgreSQL's
-`max_connections` is 100 by default), each run always on the same lane, so its turns are written in order.
+A worker gives each run its own lane thread, and its process one heartbeat writer (runtime.heartbeats); here the runs
+of a driver share `--lanes` lanes and one heartbeat lane, each run always on the same lane, so its turns are written
+in order. Their connections come from the process's pool, as a worker's do: the peak of the drivers' server
+connections (pg_stat_activity) must stay within DB_POOL_MAX x processes, whatever the lanes.
 
 The receiver subscribes a channel to the groups of every `--sample-every`-th run (a viewer on its run page) and one
 to each workspace's group (a runs list open), as the web's consumers do, and notes when each push arrives. The
@@ -54,7 +55,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from _common import REPO, header, load_average, percentile, stats, table
+from _common import REPO, ConnectionPeak, header, load_average, percentile, stats, table
 
 if TYPE_CHECKING:
     from runs.models import Run
@@ -334,21 +335,18 @@ class Driver:
         return self.tally
 
     def beat(self, started: float, deadline: float) -> None:
-        """Each run's heartbeat while it waits on the model or the browser, at the loop's own interval (a worker
-        beats from a thread and connection of each run's; here one thread and connection beat for all)."""
+        """The runs' heartbeats while they wait on the model or the browser, as a worker process's one heartbeat
+        writer beats them (runtime.heartbeats): one statement for all of this driver's runs, every interval."""
         from runs import lifecycle
-        from runtime.loop import Heartbeat
+        from runtime.heartbeats import interval
 
-        interval = Heartbeat(self.runs[0].run, 0).interval
-        due = [(started + interval * index / len(self.runs), index) for index in range(len(self.runs))]
-        while True:
-            when, index = heapq.heappop(due)
-            if when >= deadline:
-                break
+        claims = [(run.run.pk, run.run.handovers) for run in self.runs]
+        when = started + interval()
+        while when < deadline:
             time.sleep(max(0.0, when - time.monotonic()))
-            self.heartbeat_lane.submit(partial(lifecycle.heartbeat, self.runs[index].run))
+            self.heartbeat_lane.submit(partial(lifecycle.heartbeats, claims))
             self.tally.heartbeats += 1
-            heapq.heappush(due, (when + interval, index))
+            when += interval()
         self.heartbeat_lane.flush()
 
     def drain_pushes(self, limit: float = 120.0) -> float:
@@ -728,7 +726,10 @@ def coordinate(args: argparse.Namespace) -> dict[str, Any]:
     share = [runs[index :: args.processes] for index in range(args.processes)]
     with child("receive", {"watched": [r.public_id for r in watched], "workspaces": workspaces}, env) as receiver:
         receiver_pid = expect(receiver[1], "ready")
-        with _drivers(share, {r.pk for r in watched}, args.lanes, env) as drivers:
+        with (
+            _drivers(share, {r.pk for r in watched}, args.lanes, env) as drivers,
+            ConnectionPeak(APPLICATION_NAME) as connections,
+        ):
             driver_pids = [expect(stdout, "ready") for _process, stdout in drivers]
             machine = Machine(driver_pids, receiver_pid)
             quiet_before = machine.idle(args.quiet_seconds)
@@ -763,6 +764,7 @@ def coordinate(args: argparse.Namespace) -> dict[str, Any]:
         arrived = [(run_id, seq, at) for run_id, seq, at in final]
     report = summarize(args, phases, arrived, runs, watched)
     report["checks"] = check(runs, watched, arrived, warm_up_turns + sum(phase.turns for phase in phases))
+    report["connections"] = connection_check(connections.peak, args.processes, report["checks"]["problems"])
     report["machine"] = {"load_average_end": load_average(), "media_root_bytes": media_bytes(settings.MEDIA_ROOT)}
     if not args.keep:
         from agent_platform.models import Workspace
@@ -1021,6 +1023,23 @@ def check(runs: list[Run], watched: list[Run], arrived: list[tuple[str, int, flo
     return result
 
 
+def connection_check(peak: int, processes: int, problems: list[str]) -> dict[str, Any]:
+    """The drivers' peak of server connections against what their pools allow (DB_POOL_MAX per process)."""
+    from django.conf import settings
+    from django.db import connection
+
+    pooled = connection.vendor == "postgresql" and bool(connection.settings_dict.get("OPTIONS", {}).get("pool"))
+    bound = settings.DB_POOL_MAX * processes if pooled else None
+    if bound is not None and peak > bound:
+        problems.append(f"{peak} server connections, over the pools' {bound}")
+    if connection.vendor == "postgresql":
+        print(
+            f"peak server connections of the drivers: {peak} "
+            + (f"(pools: {settings.DB_POOL_MAX} x {processes} processes = {bound})" if bound else "(no pool)")
+        )
+    return {"peak": peak, "bound": bound}
+
+
 def payload_bytes(run_ids: list[int]) -> tuple[int, int]:
     """The runs' event payloads: bytes of JSON, and as PostgreSQL stores them (large ones compressed; SQLite: as JSON)."""
     from django.db import connection
@@ -1050,7 +1069,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of the steady phase")
     parser.add_argument("--saturate", type=float, default=30.0, help="seconds of the flat-out phase (0: none)")
     parser.add_argument("--processes", type=int, default=8, help="driver processes (a worker's processes)")
-    parser.add_argument("--lanes", type=int, default=4, help="lanes (database connections) per driver process")
+    parser.add_argument("--lanes", type=int, default=8, help="lane threads per driver process (they share its pool)")
     parser.add_argument("--sample-every", type=int, default=10, help="watch every n-th run's live group")
     parser.add_argument(
         "--quiet-seconds", type=float, default=5.0, help="the window before each phase that measures everyone else"

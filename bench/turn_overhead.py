@@ -97,7 +97,7 @@ def install(profiler: TurnProfiler) -> None:
     from playwright.async_api import Page
 
     from runs import events, lifecycle, usage
-    from runtime import loop, record
+    from runtime import loop, record, run_browser
 
     def wrap_in_place(
         owner: object, name: str, category: str | Callable[..., str], *, starts_turn: bool = False
@@ -110,7 +110,7 @@ def install(profiler: TurnProfiler) -> None:
     wrap_in_place(record, "record_turn", "persistence")
     wrap_in_place(usage, "emit", "persistence")
     wrap_in_place(events, "push", "push")
-    wrap_in_place(loop, "save_screenshot", "screenshot")
+    wrap_in_place(run_browser, "save_screenshot", "screenshot")
     for name in ("heartbeat", "cancel_requested"):
         wrap_in_place(lifecycle, name, "persistence")
     wrap_in_place(
@@ -118,7 +118,7 @@ def install(profiler: TurnProfiler) -> None:
         "browse",
         lambda self, use: "read (read_page/find/text)" if use.name in READS else "browser action",
     )
-    wrap_in_place(loop.AgentLoop, "observe", "fingerprint")
+    wrap_in_place(run_browser.RunBrowser, "fingerprint", "fingerprint")
 
     original_screenshot = Page.screenshot
 

@@ -7,10 +7,12 @@ import http.server
 import threading
 import urllib.parse
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
 import redis
+from channels.layers import channel_layers
 from django.conf import settings
 from django.db import connection
 from django.test import Client
@@ -19,10 +21,41 @@ from agent_platform.models import ApiKey, Membership, Workspace
 from tests.messages_stub import messages_stub, messages_stub_server  # noqa: F401  (fixtures for every test)
 from tests.support import otlp_receiver as otlp
 from tests.support.clients import ApiClient, client_for, make_user
+from tests.support.flush import deletes_suffice, flushing_by_delete
 from tests.support.paths import PAGES
-from tests.support.workers import WorkerProcess, worker_environment
+from tests.support.workers import shared_worker, worker_environment
 
 otlp_receiver = otlp.otlp_receiver
+
+# Fixtures that start a real process of ours (a Celery worker, the ASGI server, the scripted model), a Chromium, or
+# whole hosts. A test that uses one is marked by it, so `make test-fast` (`-m "not worker and not browser and not
+# slow"`) leaves it out without every file having to remember its own marker.
+WORKER_FIXTURES = frozenset(
+    {
+        "celery_worker",
+        "runtime_worker",
+        "short_limit_worker",
+        "fault_worker",
+        "human_timeout_worker",
+        "files_worker",
+        "asgi_server",
+        "scripted_model",
+    }
+)
+BROWSER_FIXTURES = frozenset({"host", "chromium", "signed_in_page"})
+SLOW_FIXTURES = frozenset({"network", "services", "web", "worker_pool", "worker_hosts"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixtures, marker in (
+            (WORKER_FIXTURES, pytest.mark.worker),
+            (BROWSER_FIXTURES, pytest.mark.browser),
+            (SLOW_FIXTURES, pytest.mark.slow),
+        ):
+            if used & fixtures:
+                item.add_marker(marker)
 
 
 @pytest.fixture
@@ -102,7 +135,10 @@ def django_db_setup(django_db_setup, django_db_blocker):
     it: the ORM called between sync Playwright calls opens a connection in Playwright's greenlet, a context no
     fixture's teardown reaches, and that connection would stop the drop ("being accessed by other users"). The
     workers and servers the tests started are gone by then (their fixtures depend on this one)."""
-    yield
+    with django_db_blocker.unblock():
+        by_delete = deletes_suffice()
+    with flushing_by_delete() if by_delete else nullcontext():
+        yield
     with django_db_blocker.unblock():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
@@ -158,11 +194,19 @@ def celery_worker(request, django_db_setup, django_db_blocker, clean_broker, tmp
     request.getfixturevalue("messages_stub_server")  # ANTHROPIC_BASE_URL must be set before the worker starts
     # It exports its traces to the session's OTLP receiver (tests/observability read them), in batches sent soon.
     receiver = request.getfixturevalue("otlp_receiver")
-    with django_db_blocker.unblock():
-        env = worker_environment({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"})
-    worker = WorkerProcess(env, tmp_path_factory.mktemp("worker") / "worker.log").start()
-    yield worker
-    worker.stop()
+
+    def environment() -> dict:
+        return worker_environment({"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100"})
+
+    return shared_worker(request, tmp_path_factory, django_db_blocker, "celery", "runs,judge,default", environment)
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer() -> None:
+    """Each test gets channel layer objects of its own. channels_redis keeps its receive lock per layer object, bound to
+    the event loop that first waited on it: a consumer an earlier test left waiting in a loop now gone would hold it,
+    and every later receive in this process would fail ("bound to a different event loop")."""
+    channel_layers.backends.clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

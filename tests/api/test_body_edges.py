@@ -4,6 +4,7 @@ nested too deeply or naming a member twice, a method a path does not take, and R
 import json
 
 import pytest
+from django.test import Client
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from agent_platform.api import JSON_MAX_DEPTH
@@ -81,7 +82,7 @@ def test_a_body_that_is_not_a_json_object_says_where_without_python_words(api, r
     assert "codec" not in message and "char " not in message
 
 
-def test_an_operation_that_takes_a_body_says_so_when_none_is_sent(api, acme):
+def test_an_operation_that_takes_a_body_names_its_required_field_when_none_is_sent(api, acme):
     run = make_run(acme)
 
     response = api.client.post(
@@ -91,7 +92,32 @@ def test_an_operation_that_takes_a_body_says_so_when_none_is_sent(api, acme):
     error = error_of(response)
     assert response.status_code == 400
 
-    assert error["message"] == "Invalid request: (body): a JSON object is required"
+    assert error["message"] == "Invalid request: text: Field required"
+
+
+def test_an_empty_post_to_an_operation_whose_fields_are_all_optional_is_an_empty_object(api, acme):
+    running = make_run(acme)  # not succeeded: a recipe is refused for that, after the body was read as {}
+
+    for content_type in ("application/json", ""):  # what `curl -X POST` sends carries no type
+        response = api.client.post(
+            f"/api/v1/runs/{running.public_id}/recipe", data="", content_type=content_type, headers=api.headers
+        )
+        assert response.status_code == 409, response.content
+        assert error_of(response)["type"] == "conflict"
+
+
+def test_a_wrong_method_or_path_on_v4_is_answered_as_v4_errors_are(acme_key):
+    client = Client(headers={"X-Browser-Use-API-Key": acme_key})
+
+    wrong_method = client.put("/api/v4/runs")
+    assert wrong_method.status_code == 405 and wrong_method["Content-Type"] == "application/json"
+    allowed = wrong_method["Allow"]
+    assert {method.strip() for method in allowed.split(",")} == {"GET", "POST"}
+    assert wrong_method.json() == {"detail": f"PUT is not allowed on /api/v4/runs; allowed: {allowed}."}
+
+    no_path = client.get("/api/v4/nothing-here")
+    assert no_path.status_code == 404
+    assert no_path.json() == {"detail": "GET /api/v4/nothing-here is not a path of Pilothouse's v4 API."}
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])

@@ -14,11 +14,12 @@ from agent_platform.errors import InvalidRequest
 from agent_platform.ids import public_id_pattern
 from agent_platform.lib.text import WHITE_SPACE
 from agent_platform.names import clean_name, name_pattern
-from evals.models import batch_id
-from runs.api import CURSOR_PATTERN
+from browsers.models import PUBLIC_PREFIX as BROWSER_PREFIX
+from evals.models import batch_id, suite_id
 from runs.files import file_id
 from runs.models import Run
 from runs.profiles.models import profile_id
+from runs.reading import CURSOR_PATTERN
 from runs.recipes.models import recipe_id
 from schedules.models import schedule_id
 from tests.support.factories import make_run
@@ -106,7 +107,7 @@ def test_blank_text_is_invalid_by_the_document_and_refused_by_the_api(api, docum
 
     for blank in ("", " \t\n", "\x1c\u3000\x85"):
         error = error_of(api.post("/runs", {"task": blank}), 400)
-        assert error["message"] == "Invalid request: task: must not be empty or only white space"
+        assert error["message"] == "task: is required and must not be empty"
     assert not Run.objects.exists()
 
 
@@ -140,6 +141,8 @@ def test_every_id_in_a_path_has_the_pattern_of_the_ids_the_platform_makes(docume
         "delivery_id": delivery_id(),
         "schedule_id": schedule_id(),
         "recipe_id": recipe_id(),
+        "suite_id": suite_id(),
+        "browser_id": f"{BROWSER_PREFIX}{uuid.uuid4().hex}",
     }
     patterns = path_patterns(document)
 

@@ -4,6 +4,8 @@ own code and status, and pages read the same status from the error."""
 import json
 
 import pytest
+from django.db import OperationalError
+from django.test import Client
 from ninja.errors import HttpError
 
 from agent_platform.api import on_http_error
@@ -72,5 +74,44 @@ def test_the_launch_form_answers_with_the_status_of_the_error(alice_client, acme
     )
 
     assert response.status_code == 409
-    assert isinstance(response.context["error"], Conflict)
-    assert b"<strong>conflict</strong>" in response.content
+    error = response.context["error"]
+    assert isinstance(error, Conflict)
+    # a sentence for a person, without the API's type in front of it
+    assert f'id="launch-error">{error.message}<' in response.content.decode()
+    assert b"conflict:" not in response.content and b"<strong>conflict</strong>" not in response.content
+
+
+@pytest.mark.parametrize(
+    ("failure", "status", "code"),
+    [
+        (OperationalError("connection to server at 127.0.0.1, port 5432 failed"), 503, "service_unavailable"),
+        (RuntimeError("a bug"), 500, "server_error"),
+    ],
+    ids=["database away", "a bug"],
+)
+def test_whatever_fails_under_the_api_answers_the_envelope_not_an_html_page(
+    acme_key, monkeypatch, failure, status, code
+):
+    def fail(token):
+        raise failure
+
+    monkeypatch.setattr("agent_platform.api.ApiKey.authenticate", fail)
+    client = Client(raise_request_exception=False)
+    response = client.get("/api/v1/runs", headers={"Authorization": f"Bearer {acme_key}"})
+
+    assert response.status_code == status
+    assert response["Content-Type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["type"] == code
+    assert "5432" not in error["message"] and "bug" not in error["message"]  # what failed is logged, not told
+    v4 = client.get("/api/v4/runs", headers={"X-Browser-Use-API-Key": acme_key})
+    assert v4.status_code == status and set(v4.json()) == {"detail"}
+
+
+def test_a_page_that_fails_keeps_djangos_own_error_page(alice_client, monkeypatch):
+    monkeypatch.setattr("runs.views.demo_tasks", lambda workspace: 1 / 0)
+    alice_client.raise_request_exception = False
+
+    response = alice_client.get("/runs/new/")
+
+    assert response.status_code == 500 and not response["Content-Type"].startswith("application/json")

@@ -3,8 +3,9 @@
 import pytest
 
 from agent_platform.errors import ServiceError
-from runs.judging.models import Outcome
-from runs.launch import launch_run, schema_lint
+from judge.models import Outcome
+from runs.launch import launch_run
+from runs.launch_rules import schema_lint
 from runs.models import Run, Session
 from tests.support.factories import make_session
 

@@ -6,8 +6,8 @@ import pytest
 from django.utils import timezone
 
 from agent_platform.models import ModelRequest
+from judge.models import Judgment, Outcome, OutcomeEvaluation
 from runs.events import emit
-from runs.judging.models import Judgment, Outcome, OutcomeEvaluation
 from runs.models import Run, Session
 from runs.presets import ITEMS_SCHEMA as SCHEMA
 from tests.support.factories import make_run, make_session
@@ -50,7 +50,7 @@ def test_task_is_required(api):
 
 def test_empty_task_is_refused(api):
     error = error_of(launch(api, task="   "), 400, "invalid_request")
-    assert error["message"] == "Invalid request: task: must not be empty or only white space"
+    assert error["message"] == "task: is required and must not be empty"
 
 
 def test_max_turns_above_200_is_refused(api):
@@ -151,12 +151,12 @@ def test_follow_up_naming_the_same_schema_is_fine(api):
 
 def test_judge_context_of_nine_statements_is_refused(api):
     error = error_of(launch(api, judge=True, judge_context=["ok"] * 9), 400, "invalid_request")
-    assert error["message"].startswith("Invalid request: judge_context: ")
+    assert error["message"] == "judge_context: has 9 statements; at most 8 are allowed"
 
 
 def test_judge_context_statement_over_500_characters_is_refused(api):
     error = error_of(launch(api, judge=True, judge_context=["ok", "x" * 501]), 400, "invalid_request")
-    assert error["message"] == "Invalid request: judge_context.1: must be 1 to 500 characters, not only white space"
+    assert error["message"] == "judge_context[1]: is 501 characters; the limit is 500"
     assert launch(api, judge=True, judge_context=["x" * 500] * 8).status_code == 201
 
 

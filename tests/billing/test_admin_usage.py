@@ -11,6 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from agent_platform.lib.money import exact_usd
 from agent_platform.models import ModelRequest
 from agent_platform.reports import usage_totals
 from tests.support import admin
@@ -152,8 +153,9 @@ def test_csv_export_has_the_views_numbers(staff_client, acme, umbrella):
                     line[split] = row[split]
                 for metric in ["requests", "input", "output", "cache_read", "cache_write", "total", "unpriced"]:
                     line[metric] = str(row[metric])
-                line["cost_usd"] = str(row["cost_usd"])
+                line["cost_usd"] = exact_usd(row["cost_usd"])
                 line["scripted"] = "false"
+                line["meter"] = line["quantity"] = ""
                 expected.append(line)
         assert lines == expected
         assert sum(Decimal(line["cost_usd"]) for line in lines if line["period"] == "day") == view["totals"]["cost_usd"]
@@ -161,6 +163,12 @@ def test_csv_export_has_the_views_numbers(staff_client, acme, umbrella):
     every = staff_client.get(billing_url(month="")).context["report"]
     lines = list(csv.DictReader(io.StringIO(staff_client.get(billing_url(month="", format="csv")).content.decode())))
     assert sum(Decimal(line["cost_usd"]) for line in lines if line["period"] == "day") == every["totals"]["cost_usd"]
+
+
+def test_csv_writes_a_zero_cost_as_0(staff_client, acme):
+    ModelRequest.objects.create(workspace=acme, source="agent", model="claude-haiku-5-5", cost_usd=Decimal("0"))
+    lines = list(csv.DictReader(io.StringIO(staff_client.get(billing_url(format="csv")).content.decode())))
+    assert lines and {line["cost_usd"] for line in lines} == {"0"}
 
 
 def test_csv_cells_never_start_a_formula(staff_client, acme):

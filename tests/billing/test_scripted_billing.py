@@ -179,10 +179,10 @@ def test_admin_billing_and_its_csv_keep_scripted_requests_apart(staff_client, ac
     assert 'id="billing-scripted-totals"' in html and 'class="billing-month-scripted"' in html
     lines = list(csv.DictReader(io.StringIO(exported)))
     assert [(line["period"], line["requests"], line["cost_usd"], line["scripted"]) for line in lines] == [
-        ("month", "1", "0.00400000", "false"),
-        ("day", "1", "0.00400000", "false"),
-        ("month", "1", "0E-8", "true"),
-        ("day", "1", "0E-8", "true"),
+        ("month", "1", "0.004", "false"),
+        ("day", "1", "0.004", "false"),
+        ("month", "1", "0", "true"),  # plain digits, never 0E-8
+        ("day", "1", "0", "true"),
     ]
 
 

@@ -478,6 +478,23 @@ def test_the_fingerprint_reuses_the_turns_read_and_ignores_ref_numbers(
     assert toolset.last_snapshot is not None
 
 
+def test_a_read_right_after_an_action_reads_the_actions_snapshot_until_the_next_reply(
+    host: BrowserHost, toolset: PlaywrightBrowserToolset, site: str
+) -> None:
+    call(host, toolset, "navigate", url=f"{site}/index.html")
+    button = ref_of(text_of(call(host, toolset, "read_page")), "button", "Press me")
+    call(host, toolset, "left_click", target={"type": "ref", "ref": button})
+    page = toolset._tabs["tab_1"]
+    # changed behind the toolset's back: a read in the same reply is the page as the click left it, no second snapshot
+    host.run(page.evaluate("() => { document.getElementById('status').textContent = 'Changed by a script' }"))
+    same_reply = text_of(call(host, toolset, "read_page"))
+    toolset.forget_left()  # the model's next reply: time has passed, the page is read again
+    next_reply = text_of(call(host, toolset, "read_page"))
+
+    assert "The button was clicked" in same_reply and "Changed by a script" not in same_reply
+    assert "Changed by a script" in next_reply
+
+
 # --- network guard -------------------------------------------------------------------------------
 
 

@@ -98,8 +98,11 @@ def test_a_batch_of_3_tasks_2_configurations_4_runs_gives_the_expected_statistic
 
         groups = {(g["task_index"], g["config_index"]): g for g in body["groups"]}
         matrix = dict.fromkeys(body["matrix"], 0)
-        for key, planned in OUTCOMES.items():
+        for key, outcomes in OUTCOMES.items():
             group = groups[key]
+            # a run the judge found blocked by the site is an infrastructure failure, out of every rate
+            planned = [outcome for outcome in outcomes if not outcome[2]]
+            assert group["infrastructure_failures"] == len(outcomes) - len(planned)
             n = len(planned)
             successes = sum(1 for success, _, _ in planned if success)
             passes = sum(1 for _, verdict, _ in planned if verdict == "pass")
@@ -119,8 +122,9 @@ def test_a_batch_of_3_tasks_2_configurations_4_runs_gives_the_expected_statistic
             "underclaim": 1,
             "failure_fail": 9,
             "uncertain": 1,
-            "blocked_or_impossible": 1,
+            "blocked_or_impossible": 0,
         }
+        assert [entry["reason"] for entry in body["infrastructure"]] == ["blocked"]
 
         # batch.finished reaches the endpoint, signed, with the same matrix.
         wait_for(lambda: receiver.requests, timeout=30, message="the batch.finished delivery")

@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from evals.models import Batch, JudgeRound, Truth
+from judge.models import Judgment
 from runs.events import emit
-from runs.judging.models import Judgment
 from runs.models import Run
 from tests.support.factories import make_run
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from runs.models import Run
-from runtime.loop import BROWSER_CALL_MARGIN_SECONDS
+from runtime.run_browser import BROWSER_CALL_MARGIN_SECONDS
 from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import sites, workers

@@ -93,6 +93,7 @@ def test_the_supervisor_restarts_a_killed_worker_which_continues_the_run(
     groups: set[int] = set()
     try:
         wait_for(lambda: b"Pilothouse is up" in log_path.read_bytes(), timeout=180, message="make run to come up")
+        assert b"worker: 2 runs at once (WORKER_CONCURRENCY)" in log_path.read_bytes()  # it says what it starts
         groups = {pid for pid in descendants(supervisor.pid) if os.getpgid(pid) == pid}
         (worker,) = celery_workers(supervisor.pid)
         request = urllib.request.Request(
@@ -168,7 +169,10 @@ def test_the_supervisor_restarts_a_killed_worker_which_continues_the_run(
         except subprocess.TimeoutExpired:
             os.killpg(supervisor.pid, signal.SIGKILL)
             code = supervisor.wait()
-        time.sleep(1)
+        # killed members take a moment to be reaped: wait until none is left, within a bound, then read what is
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(group_members(pgid) for pgid in groups):
+            time.sleep(0.1)
         leftovers = [member for pgid in groups for member in group_members(pgid)]
         for pgid in groups:  # cleaned up either way, then reported below
             if group_alive(pgid):

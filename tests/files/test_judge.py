@@ -5,8 +5,8 @@ import io
 import pytest
 from django.conf import settings
 
+from judge.judging import judge_request
 from runs.files import StoredFile, store_file
-from runs.judging.judging import judge_request
 from tests import messages_stub as stub_fixtures
 from tests.support.factories import make_run
 from tests.support.judging import play_trajectory, user_text

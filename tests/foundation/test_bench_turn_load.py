@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.db import connection
 from django.db.models import Count, Max, Min
 
@@ -32,7 +33,7 @@ def run_turn_load(tmp_path: Path) -> dict:
     done = subprocess.run(
         command,
         cwd=REPO,
-        env=worker_environment({"MEDIA_ROOT": str(media)}),
+        env=worker_environment({"MEDIA_ROOT": str(media), "DB_POOL_MAX": "2"}),
         capture_output=True,
         text=True,
         timeout=300,
@@ -42,12 +43,23 @@ def run_turn_load(tmp_path: Path) -> dict:
     return {**json.loads(report.read_text()), "media": media}
 
 
+@pytest.mark.slow
 def test_a_small_turn_load_records_every_turn_once_and_delivers_every_push_once(tmp_path, prices):
     turn_load = run_turn_load(tmp_path)
     every_turn_is_recorded_once_with_gap_free_events(turn_load)
     each_turn_carries_its_live_view_image_in_storage(turn_load)
     every_push_to_a_watched_run_arrived_once(turn_load)
     the_report_has_the_costs_of_a_turn(turn_load)
+    the_drivers_connections_stay_within_their_pools(turn_load)
+
+
+def the_drivers_connections_stay_within_their_pools(turn_load):
+    """Three lanes and a heartbeat lane in each of the two drivers share a pool of two (PostgreSQL only)."""
+    connections = turn_load["connections"]
+    if connection.vendor == "postgresql":
+        assert 0 < connections["peak"] <= connections["bound"] == 2 * 2
+    else:
+        assert connections == {"peak": 0, "bound": None}
 
 
 def every_turn_is_recorded_once_with_gap_free_events(turn_load):

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
+from agent_platform.celery import app
 from agent_platform.models import ApiKey
 from runs.models import Event, Run
 from runs.tasks import reap_stale_runs
@@ -161,6 +162,23 @@ def test_celery_task_runs_in_real_worker_and_changes_the_database(transactional_
     assert fresh.status == Run.Status.RUNNING
 
 
+@pytest.mark.worker
+def test_a_message_sent_under_a_tasks_former_name_is_still_run(transactional_db, celery_worker, acme):
+    """A reaper message queued by the previous release (runs.tasks.*) before an upgrade is run by the new worker."""
+    stale = make_run(
+        acme,
+        status=Run.Status.RUNNING,
+        heartbeat_at=timezone.now() - timedelta(hours=1),
+        worker="gone@host",
+        worker_losses=settings.RUN_MAX_RECOVERIES,
+    )
+    app.send_task("runs.tasks.reap_stale_runs")
+    wait_for(
+        lambda: Run.objects.filter(pk=stale.pk, status=Run.Status.FAILED).exists(),
+        message="the stale run reaped under the former name",
+    )
+
+
 def test_api_key_is_rate_limited_with_retry_after(acme, settings):
     from django.core.cache import cache
 
@@ -175,3 +193,18 @@ def test_api_key_is_rate_limited_with_retry_after(acme, settings):
     other = ApiClient(ApiKey.issue(acme)[1])
     assert other.get("/workspace").status_code == 200, "the limit is per key"
     cache.clear()
+
+
+@pytest.mark.parametrize(
+    ("task", "queue"),
+    [
+        ("runtime.tasks.execute_run", "runs"),
+        ("runtime.tasks.reap_stale_runs", "runs"),
+        ("runs.tasks.execute_run", "runs"),  # the former name, for one release
+        ("judge.tasks.judge_run", "judge"),
+        ("browsers.tasks.run_session", "browsers"),
+    ],
+)
+def test_each_task_is_sent_to_the_queue_its_workers_read(task, queue):
+    """A task renamed without its route would go to Celery's default queue, which no run worker reads."""
+    assert app.amqp.router.route({}, task)["queue"].name == queue

@@ -10,7 +10,7 @@ from django.test import override_settings
 from agent_platform import checks
 from agent_platform.settings import envint
 from runs import checks as runs_checks
-from runs.launch import MAX_TURNS_LIMIT
+from runs.launch_rules import MAX_TURNS_LIMIT
 
 
 def ids(messages):

@@ -23,15 +23,6 @@ from tests.support.launching import wait_for
 from tests.support.replies import browser, done
 from tests.support.websocket import WebSocket
 
-network = hosts.network
-messages_stub_host = hosts.messages_stub_host
-hosts_stub = hosts.hosts_stub
-pages_site = hosts.pages_site
-services = hosts.services
-web = hosts.web
-worker_pool = hosts.worker_pool
-worker_hosts = hosts.worker_hosts
-
 pytestmark = [pytest.mark.slow, pytest.mark.worker, pytest.mark.browser]
 
 SOCKET_TIMEOUT_SECONDS = 60

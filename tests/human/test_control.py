@@ -65,6 +65,9 @@ def test_a_pause_stops_requests_a_member_drives_the_page_and_the_note_reaches_th
         ],
     )
     assert not [reply for reply in replies if reply["type"] == "input_refused"], replies
+    # The worker answered each input, in order, as applied.
+    acks = [reply for reply in replies if reply["type"] == "input_ack"]
+    assert [(ack["id"], ack["ok"]) for ack in acks] == [(number, True) for number in range(1, 7)], replies
     time.sleep(1.0)
     assert len(messages_stub.requests) == 1, "a request was sent while the run was paused"
 
@@ -90,7 +93,7 @@ def test_a_pause_stops_requests_a_member_drives_the_page_and_the_note_reaches_th
     assert "hello person" not in runtime_worker.log_path.read_text(errors="replace")
     # Once handed back, the socket takes no more input.
     after = send_over_live_socket(asgi_server, alice, run.public_id, [{"kind": "text", "text": "late"}], settle_ms=300)
-    assert {"type": "input_refused", "reason": "not_in_control"} in after
+    assert {"type": "input_refused", "id": 1, "reason": "not_in_control"} in after
 
 
 def test_a_queued_message_reaches_the_agents_next_request(api, site, messages_stub):

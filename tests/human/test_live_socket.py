@@ -1,5 +1,6 @@
 """The live socket's input, in process: only a member's socket on a run that accepts control forwards input to the
-worker's control group, cleaned; anything else is refused and forwards nothing."""
+worker's control group, cleaned and numbered, and the worker's answer comes back to that socket; anything else is
+refused and forwards nothing. A new viewer asks the worker for the current frame."""
 
 import asyncio
 
@@ -51,23 +52,37 @@ async def test_a_members_input_reaches_the_control_group_only_while_the_run_acce
     socket = communicator(bob, run)
     assert (await socket.connect())[0]
     assert (await socket.receive_json_from(timeout=5))["type"] == "watching"
+    # A new viewer asks the worker for the current frame: a paused page would send none.
+    asked = await asyncio.wait_for(layer.receive(channel), 5)
+    assert asked == {"type": "live.wanted", "group": control_group(run.public_id)}
 
-    await socket.send_json_to({"type": "input", "kind": "text", "text": "too early"})
-    assert await socket.receive_json_from(timeout=5) == {"type": "input_refused", "reason": "not_in_control"}
+    await socket.send_json_to({"type": "input", "id": 1, "kind": "text", "text": "too early"})
+    assert await socket.receive_json_from(timeout=5) == {"type": "input_refused", "id": 1, "reason": "not_in_control"}
     assert await nothing_arrives(layer, channel)
 
     await database_sync_to_async(Run.objects.filter(pk=run.pk).update)(paused_at=timezone.now())
     await asyncio.sleep(1.1)  # the socket trusts its last reading for a second
     await socket.send_json_to(
-        {"type": "input", "kind": "mouse", "action": "click", "x": 10, "y": 20, "extra": "dropped"}
+        {"type": "input", "id": 2, "kind": "mouse", "action": "click", "x": 10, "y": 20, "extra": "dropped"}
     )
     message = await asyncio.wait_for(layer.receive(channel), 5)
+    reply_to = message.pop("reply_to")
     assert message == {
         "type": "control.input",
+        "group": control_group(run.public_id),
+        "id": 2,
         "input": {"kind": "mouse", "action": "click", "x": 10.0, "y": 20.0, "button": "left"},
     }
-    await socket.send_json_to({"type": "input", "kind": "mouse", "x": "<script>", "y": 1})
-    assert await socket.receive_json_from(timeout=5) == {"type": "input_refused", "reason": "invalid"}
+    # The worker's answer goes to this socket's own channel, and reaches the page with the input's number.
+    await layer.send(reply_to, {"type": "control.ack", "id": 2, "ok": False, "reason": "agent_acting"})
+    assert await socket.receive_json_from(timeout=5) == {
+        "type": "input_ack",
+        "id": 2,
+        "ok": False,
+        "reason": "agent_acting",
+    }
+    await socket.send_json_to({"type": "input", "id": 3, "kind": "mouse", "x": "<script>", "y": 1})
+    assert await socket.receive_json_from(timeout=5) == {"type": "input_refused", "id": 3, "reason": "invalid"}
     await socket.disconnect()
 
 

@@ -5,6 +5,7 @@ import pytest
 from django.utils import timezone
 
 from runs.models import Event, Run, RunInput, RunMessage
+from runs.secret_box import seal
 from tests.support.canaries import HOSTILE
 from tests.support.factories import make_run
 
@@ -60,6 +61,34 @@ def test_a_member_answers_takes_control_hands_back_and_messages_from_the_page(al
         "run.resumed",
         "run.message_queued",
     ]
+
+
+def test_taking_control_of_a_finished_run_is_refused_in_a_sentence(alice_client, acme):
+    ended = make_run(acme, status=Run.Status.SUCCEEDED, success=True, finished_at=timezone.now())
+
+    page = alice_client.post(f"/runs/{ended.public_id}/pause/", follow=True).content.decode()
+
+    assert "The run has succeeded; only a running run can be paused." in page
+    assert "invalid_request" not in page and "conflict:" not in page
+    assert 'id="pause-form"' not in page and 'id="message-form"' not in page
+
+
+def test_a_finished_run_that_made_no_model_request_does_not_wait_for_one(alice_client, acme):
+    ended = make_run(acme, status=Run.Status.SUCCEEDED, success=True, finished_at=timezone.now())
+
+    page = alice_client.get(f"/runs/{ended.public_id}/").content.decode()
+
+    assert "No model requests: the run made none." in page and "No model requests yet" not in page
+
+
+def test_a_message_naming_a_secret_is_masked_in_its_event(alice_client, acme):
+    running = make_run(acme, status=Run.Status.RUNNING, secrets=seal({"SHOP_CODE": "canary-code-4411"}))
+
+    alice_client.post(f"/runs/{running.public_id}/message/", {"text": "Type canary-code-4411 into the box."})
+
+    queued = Event.objects.get(run=running, type="run.message_queued")
+    assert queued.payload["text"] == "Type {{secret:SHOP_CODE}} into the box."
+    assert "canary-code-4411" not in str(queued.payload)
 
 
 def test_another_workspaces_member_is_refused_everything(charlie_client, running):

@@ -13,8 +13,8 @@ from tests import messages_stub as stub_fixtures
 from tests.support import live
 from tests.support.clients import ApiClient
 from tests.support.launching import events, finished, wait_for
-from tests.support.live import signed_in_page, slow
-from tests.support.replies import browser, done, last_tool_result_text
+from tests.support.live import on_the_live_picture, signed_in_page
+from tests.support.replies import HeldReply, browser, done, last_tool_result_text
 
 asgi_server = live.asgi_server
 chromium = live.chromium
@@ -30,26 +30,12 @@ NAME_FIELD = (250, 120)
 GO_BUTTON = (200, 225)
 
 
-def on_the_live_picture(page, x: float, y: float) -> tuple[float, float]:
-    """Where on the run page a point of the agent's tab is drawn (the picture is scaled and letterboxed to fit)."""
-    return page.evaluate(
-        """([x, y]) => {
-            const img = document.getElementById("live-img");
-            const size = window.Pilothouse.liveView.frameSize();
-            const box = img.getBoundingClientRect();
-            const scale = Math.min(box.width / img.naturalWidth, box.height / img.naturalHeight);
-            const width = img.naturalWidth * scale, height = img.naturalHeight * scale;
-            return [box.left + (box.width - width) / 2 + (x / size.width) * width,
-                    box.top + (box.height - height) / 2 + (y / size.height) * height];
-        }""",
-        [x, y],
-    )
-
-
 def test_take_control_drive_the_tab_and_hand_back_from_the_run_page(
     celery_worker, messages_stub, asgi_server, chromium, alice, acme_key, site
 ):
-    messages_stub.agent(slow(browser("get_page_text"), 3), browser("get_page_text"), done(True, "Done."))
+    # The first reply is held until the person took control: the turn then finishes, and the agent waits.
+    held = HeldReply(browser("get_page_text"))
+    messages_stub.agent(held, browser("get_page_text"), done(True, "Done."))
     launched = ApiClient(acme_key).post("/runs", {"task": "Look at the page.", "start_url": f"{site}/control.html"})
     assert launched.status_code == 201, launched.content
     run = Run.objects.get(public_id=launched.json()["id"])
@@ -60,6 +46,7 @@ def test_take_control_drive_the_tab_and_hand_back_from_the_run_page(
     page.locator("#pause-form button").click()  # while the model answers: its turn still finishes
     expect(page.locator("#control-hint")).to_be_visible()
     expect(page.locator("#live-view")).to_have_class(re.compile(r"\binteractive\b"), timeout=10000)
+    held.release.set()
     wait_for(lambda: events(run, "agent.tool_result"), timeout=30, message="the agent's turn to finish")
     page.wait_for_function("Number(document.getElementById('live-view').dataset.frames || 0) >= 1")
 
@@ -68,7 +55,8 @@ def test_take_control_drive_the_tab_and_hand_back_from_the_run_page(
     page.keyboard.type("hello ui")
     page.keyboard.press("Enter")
     page.mouse.click(*on_the_live_picture(page, *GO_BUTTON))
-    page.wait_for_timeout(1000)  # the inputs reach the worker over the socket
+    # The worker answers each input once applied: two clicks (press and release), eight characters and Enter.
+    page.wait_for_function("Number(document.getElementById('live-view').dataset.acked || 0) >= 13", timeout=30000)
     assert len(messages_stub.requests) == 1, "no request while a person has control"
 
     page.fill("#resume-note", "I typed the name and pressed Go.")

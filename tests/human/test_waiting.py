@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from runs.models import Run
-from runtime.loop import Heartbeat
+from runtime.heartbeats import Heartbeat
 from tests.support.factories import make_run
 from tests.support.launching import wait_for
 
@@ -27,9 +27,8 @@ def test_the_heartbeat_beats_through_a_wait_past_its_give_up_time(acme, settings
             time.sleep(2.5)  # past give_up_at while a person is awaited
             stale = Run.objects.get(pk=run.pk).heartbeat_at
             wait_for(lambda: Run.objects.get(pk=run.pk).heartbeat_at > stale, timeout=5, message="a later beat")
-            assert heartbeat.is_alive()
+            assert heartbeat.beating
         # The wait's length moved the give-up time on: the loop gets all its own time back.
         assert heartbeat.give_up_at > time.monotonic()
     finally:
-        heartbeat.stopped.set()
-        heartbeat.join(timeout=5)
+        heartbeat.stop()

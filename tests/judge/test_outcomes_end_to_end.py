@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from runs.judging.models import Judgment, OutcomeEvaluation
+from judge.models import Judgment, OutcomeEvaluation
 from runs.launch import launch_run
 from runs.models import Event, Run
 from scripted_api.stub import AGENT_QUEUE, GRADER_QUEUE, JUDGE_QUEUE

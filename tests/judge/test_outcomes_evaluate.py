@@ -8,8 +8,8 @@ from django.db import connection
 from django.utils import timezone
 
 from agent_platform.models import ModelRequest
-from runs.judging.models import Outcome, OutcomeEvaluation
-from runs.judging.outcomes import acknowledgment_message, evaluate, revision_message
+from judge.models import Outcome, OutcomeEvaluation
+from judge.outcomes import acknowledgment_message, evaluate, revision_message
 from runs.models import Event, Run
 from scripted_api.stub import GRADER_QUEUE
 from scripted_api.wire import error_reply, text_reply

@@ -1,5 +1,5 @@
-"""The judge as a part of runs: its card on the run page says the latest verdict once, the run admin shows its column
-itself, and its records keep the app label, tables and migrations they had as a top-level app."""
+"""The judge's place: its card on the run page says the latest verdict once, the run admin shows its column itself,
+and its records keep the app label, tables and migrations they always had, wherever its package sat."""
 
 import re
 from datetime import timedelta
@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 from django.utils import timezone
 
-from runs.judging.models import Judgment, Outcome, OutcomeEvaluation
+from judge.models import Judgment, Outcome, OutcomeEvaluation
 from runs.models import Run
 from tests.support.factories import make_run
 
@@ -62,7 +62,7 @@ def test_the_run_admin_shows_the_latest_verdict_and_filters_by_it(admin_client, 
 
 def test_the_judge_keeps_its_label_tables_and_migrations():
     config = apps.get_app_config("judge")
-    assert config.name == "runs.judging"
+    assert config.name == "judge"
     assert [model._meta.db_table for model in (Judgment, Outcome, OutcomeEvaluation)] == [
         "judge_judgment",
         "judge_outcome",
@@ -71,5 +71,5 @@ def test_the_judge_keeps_its_label_tables_and_migrations():
     loader = MigrationLoader(connection)
     # a database migrated when judge was a top-level app recorded ("judge", "0001_initial"): the same node today
     assert ("judge", "0001_initial") in loader.disk_migrations
-    assert loader.disk_migrations["judge", "0001_initial"].__module__ == "runs.judging.migrations.0001_initial"
+    assert loader.disk_migrations["judge", "0001_initial"].__module__ == "judge.migrations.0001_initial"
     assert ("judge", "0001_initial") in loader.applied_migrations

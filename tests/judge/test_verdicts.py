@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 
 from agent_platform.models import ModelRequest
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Event, Run
 from scripted_api.stub import JUDGE_QUEUE
 from scripted_api.wire import error_reply, json_reply, text_reply

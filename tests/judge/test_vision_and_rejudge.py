@@ -10,8 +10,8 @@ from agent_platform import ids
 from agent_platform.errors import ServiceError
 from agent_platform.llm import model_profile
 from agent_platform.models import ModelRequest
-from runs.judging.models import Judgment
-from runs.judging.services import request_rejudge
+from judge.models import Judgment
+from judge.services import request_rejudge
 from runs.lifecycle import mark_started
 from runs.models import Event, Run
 from runs.screenshots import save_screenshot

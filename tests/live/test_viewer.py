@@ -10,6 +10,7 @@ from django.db import connection
 from playwright.sync_api import expect
 
 from runs.models import Run
+from runs.views import PAGE_SIZE
 from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
 from tests.support import live
@@ -181,6 +182,14 @@ def test_script_in_page_text_and_model_output_renders_as_text_everywhere(asgi_se
     page.context.close()
 
 
+def wait_until_subscribed(page, frames: list[str]) -> None:
+    """The list socket says when it has joined the workspace's group: only changes after that can reach the page."""
+    deadline = time.monotonic() + 30
+    while not any('"subscribed"' in frame for frame in frames):
+        assert time.monotonic() < deadline, "the runs list's socket never subscribed"
+        page.wait_for_timeout(50)  # lets Playwright deliver the socket's frames
+
+
 def test_runs_list_rows_update_live_and_new_runs_appear(asgi_server, chromium, alice, acme):
     run = make_run(acme, task="A row that will start")
     page = signed_in_page(chromium, asgi_server, alice)
@@ -188,12 +197,9 @@ def test_runs_list_rows_update_live_and_new_runs_appear(asgi_server, chromium, a
     page.on("websocket", lambda socket: socket.on("framereceived", lambda frame: frames.append(str(frame))))
     page.goto(f"{asgi_server}/")
     expect(page.locator(f"#row-{run.public_id} .badge").first).to_have_text("queued")
+    expect(page.locator("#runs-count")).to_have_text("1 run")
     page.wait_for_function("document.querySelector('#runs-body') && window.Pilothouse")
-    # The list socket says when it has joined the workspace's group: only changes after that can reach the page.
-    deadline = time.monotonic() + 30
-    while not any('"subscribed"' in frame for frame in frames):
-        assert time.monotonic() < deadline, "the runs list's socket never subscribed"
-        page.wait_for_timeout(50)  # lets Playwright deliver the socket's frames
+    wait_until_subscribed(page, frames)
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
     emit(run, "run.started", {"model": run.model, "max_turns": 30, "scripted": False})
     expect(page.locator(f"#row-{run.public_id} .badge").first).to_have_text("running")
@@ -201,8 +207,40 @@ def test_runs_list_rows_update_live_and_new_runs_appear(asgi_server, chromium, a
     emit(newcomer, "run.started", {"model": newcomer.model, "max_turns": 30, "scripted": False})
     expect(page.locator(f"#row-{newcomer.public_id}")).to_contain_text(f"A newcomer {SCRIPT}")
     assert page.locator("#runs-body tr").first.get_attribute("id") == f"row-{newcomer.public_id}"
+    expect(page.locator("#runs-count")).to_have_text("2 runs")  # the heading's count follows the list
     assert page.evaluate("window.pwned") is None
     page.context.close()
     # The ORM calls made here, between Playwright's, had a connection a fixture's teardown cannot reach: close it, or
     # it outlives the test database and the session's teardown fails ("being accessed by other users").
+    connection.close()
+
+
+def test_runs_list_pager_follows_the_count_when_a_new_run_makes_a_second_page(asgi_server, chromium, alice, acme):
+    session = make_session(acme)
+    for index in range(PAGE_SIZE):
+        make_run(acme, session=session, task=f"A run of a full page {index}")
+    page = signed_in_page(chromium, asgi_server, alice)
+    frames: list[str] = []
+    page.on("websocket", lambda socket: socket.on("framereceived", lambda frame: frames.append(str(frame))))
+    page.goto(f"{asgi_server}/")
+    expect(page.locator("#runs-count")).to_have_text(f"{PAGE_SIZE} runs")
+    expect(page.locator("#runs-pager")).to_be_hidden()  # one page: no pager
+    page.wait_for_function("document.querySelector('#runs-body') && window.Pilothouse")
+    wait_until_subscribed(page, frames)
+    # The last row shown: the oldest, in the list's own order (runs made in one loop may share a timestamp).
+    oldest = page.locator("#runs-body tr[data-run-id]").last.get_attribute("data-run-id")
+
+    newcomer = make_run(acme, task="The run that starts a second page")
+    emit(newcomer, "run.started", {"model": newcomer.model, "max_turns": 30, "scripted": False})
+    expect(page.locator(f"#row-{newcomer.public_id}")).to_be_visible()
+    expect(page.locator("#runs-count")).to_have_text(f"{PAGE_SIZE + 1} runs")
+    expect(page.locator("#runs-pages")).to_have_text("Page 1 of 2")
+    expect(page.locator("#runs-older")).to_be_visible()
+    # The first page keeps the newest PAGE_SIZE runs: the oldest went to the second page, where the link leads.
+    expect(page.locator("#runs-body tr[data-run-id]")).to_have_count(PAGE_SIZE)
+    expect(page.locator(f"#row-{oldest}")).to_have_count(0)
+    page.locator("#runs-older").click()
+    expect(page.locator(f"#row-{oldest}")).to_be_visible()
+    expect(page.locator("#runs-pages")).to_have_text("Page 2 of 2")
+    page.context.close()
     connection.close()

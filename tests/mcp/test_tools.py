@@ -22,11 +22,11 @@ asgi_server = live.asgi_server
 
 TOOLS = {
     "launch_run", "get_run", "wait_for_run", "list_runs", "cancel_run", "rejudge_run", "list_models", "answer_input",
-    "resume_run",
+    "resume_run", "pause_run", "send_message", "list_run_files", "make_recipe", "replay_recipe",
 }  # fmt: skip
 LAUNCH_FIELDS = {
-    "task", "start_url", "model", "output_schema", "judge", "judge_context", "max_turns", "max_cost_usd", "session_id",
-    "profile_id",
+    "task", "start_url", "model", "effort", "thinking", "output_schema", "judge", "judge_context", "max_turns",
+    "max_cost_usd", "session_id", "profile_id", "save_profile", "file_ids",
 }  # fmt: skip
 
 
@@ -37,12 +37,12 @@ def refusal(result) -> str:
 
 def test_the_tools_and_their_schemas(asgi_server, acme_key):
     async def tools_and_a_missing_one(client):
-        return await client.list_tools(), await client.call_tool("pause_run", {"run_id": "run_1"})
+        return await client.list_tools(), await client.call_tool("delete_run", {"run_id": "run_1"})
 
     listed, missing = with_client(f"{asgi_server}/mcp", acme_key, tools_and_a_missing_one)
     tools = {tool.name: tool for tool in listed.tools}
     assert set(tools) == TOOLS
-    assert refusal(missing) == "Unknown tool: pause_run"
+    assert refusal(missing) == "Unknown tool: delete_run"
     for tool in tools.values():
         assert tool.description and tool.title and tool.output_schema, tool.name
         assert tool.input_schema["type"] == "object"
@@ -100,8 +100,8 @@ def test_list_models_when_the_models_api_cannot_be_asked(settings, acme_key):
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"task": "x", "max_turns": 0}, "invalid_request: Invalid request: max_turns: Input should be greater than or equal to 1"),
-        ({"task": "x", "judge_context": ["a"] * 9}, "invalid_request: Invalid request: judge_context: List should have at most 8 items after validation, not 9"),
+        ({"task": "x", "max_turns": 0}, "invalid_request: max_turns: must be between 1 and 200"),
+        ({"task": "x", "judge_context": ["a"] * 9}, "invalid_request: judge_context: has 9 statements; at most 8 are allowed"),
         ({"task": "   "}, "invalid_request: task: is required and must not be empty"),
         ({"task": "x", "start_url": "ftp://example.com/"}, "invalid_request: start_url: must be an http:// or https:// URL with a host"),
         ({"task": "x", "model": "claude-nothing-1"}, "invalid_request: model: 'claude-nothing-1' is not a model the Models API knows; pick one of the active models"),

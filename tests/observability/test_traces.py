@@ -18,7 +18,7 @@ from tests.support import demo
 from tests.support.canaries import dumped
 from tests.support.factories import make_run
 from tests.support.judging import judgment_reply
-from tests.support.launching import enqueue, finished, wait_for
+from tests.support.launching import enqueue, events, finished, wait_for
 from tests.support.otlp_receiver import ReceivedSpan, Receiver
 from tests.support.replies import browser, done
 from tests.support.sites import free_port
@@ -69,6 +69,9 @@ def test_a_launch_its_run_and_its_judgment_are_one_trace_with_genai_spans(api, a
     assert launched.status_code == 201, launched.content
     run = finished(Run.objects.get(public_id=launched.json()["id"]))
     assert run.status == Run.Status.SUCCEEDED, run.error_message
+    # The judgment is a task of its own, queued behind whatever else the session's worker is doing: the trace is
+    # read once it has ended, so a busy worker slows this test rather than failing it.
+    wait_for(lambda: events(run, "run.judged"), timeout=90, message=f"run {run.public_id}'s judgment")
 
     run_span = traced_web.run_span(run.public_id)
     spans = traced_web.wait_for_trace(

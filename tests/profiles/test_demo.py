@@ -1,6 +1,7 @@
 """The demo's profile tasks as `make run` plays them: the scripted model signs in to the demo shop with the run's
 secrets and saves the profile, and the second task lands on the account page signed in with no sign-in step."""
 
+import hashlib
 from collections.abc import Iterator
 
 import pytest
@@ -8,7 +9,7 @@ from django.core.management import call_command
 
 from agent_platform.models import Workspace
 from runs.models import Run
-from runs.presets import DEMO_PROFILE_NAME, demo_tasks
+from runs.presets import DEMO_PROFILE_NAME, SAMPLE_UPLOAD, UPLOAD_DOCUMENT, demo_tasks
 from runs.profiles.models import Profile
 from runs.secret_box import seal
 from tests.support import demo
@@ -119,3 +120,17 @@ def test_the_demo_sign_in_sets_an_http_only_session_cookie_and_the_account_page_
 def test_a_forged_session_cookie_signs_no_one_in(client):
     client.cookies["northwind_session"] = "ada@example.com"
     assert "You are not signed in" in client.get("/demo/account/").text
+
+
+def test_seed_demo_gives_the_upload_run_the_bundled_sample(acme: Workspace, monkeypatch):
+    """A first start shows no failed demo run: the upload task is seeded with a file of its own to upload."""
+    monkeypatch.setattr("runs.lifecycle.tasks.execute_run.delay", lambda pk, **_fair: None)
+    acme.slug = "default"
+    acme.save()
+
+    call_command("seed_demo", base_url="http://127.0.0.1:9/")
+
+    upload = Run.objects.for_workspace(acme).get(task=UPLOAD_DOCUMENT)
+    given = list(upload.given_files.all())
+    assert [file.name for file in given] == [SAMPLE_UPLOAD.name]
+    assert given[0].sha256 == hashlib.sha256(SAMPLE_UPLOAD.read_bytes()).hexdigest()

@@ -40,7 +40,7 @@ def proxy_worker(request, django_db_setup, django_db_blocker, clean_broker, mess
             }
         )
 
-    return workers._shared_worker(request, tmp_path_factory, django_db_blocker, "proxies", PROXY_QUEUE, environment)
+    return workers.shared_worker(request, tmp_path_factory, django_db_blocker, "proxies", PROXY_QUEUE, environment)
 
 
 @pytest.fixture(scope="module")

@@ -58,6 +58,7 @@ def test_a_follow_up_behind_its_sessions_earlier_run_is_not_picked(acme, admitte
     assert queueing.fairest(set()) == follow_up.pk
 
 
+@pytest.mark.slow
 def test_another_workspaces_run_starts_within_one_slot_of_a_200_run_batch(
     request, acme, umbrella, messages_stub, tmp_path, monkeypatch
 ):

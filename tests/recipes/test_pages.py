@@ -76,3 +76,25 @@ def test_a_replays_page_reads_its_steps_and_healing_as_lines_and_links_its_recip
     assert "Recipe step 1 · set textbox &#x27;Your name&#x27; to &#x27;Grace&#x27;" in page
     assert "Healing from step 3: its target &lt;b&gt;is not&lt;/b&gt; on the page" in page
     assert f'href="/recipes/{recipe.public_id}/"' in page and "2 steps replayed, healed from step 3" in page
+
+
+def test_a_finished_replay_with_no_model_request_says_it_asked_none_not_yet(alice_client, acme):
+    from runs.events import emit
+    from runs.models import Run
+    from runs.recipes.models import Replay
+    from tests.support.factories import make_run
+
+    recipe = services.make_recipe(play_contact_run(acme))
+    run = make_run(acme, task=recipe.task, status=Run.Status.RUNNING)
+    Replay.objects.create(run=run, recipe=recipe, version=recipe.current(), replayed_steps=2)
+    running = alice_client.get(f"/runs/{run.public_id}/").content.decode()
+    assert "No model requests so far: a replay asks a model only" in running
+
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED, success=True)
+    emit(run, "run.finished", {"status": "succeeded", "success": True})
+    for html in (
+        alice_client.get(f"/runs/{run.public_id}/").content.decode(),
+        alice_client.get(f"/runs/{run.public_id}/summary/").content.decode(),  # what the live page re-reads
+    ):
+        assert "No model requests yet" not in html and "so far" not in html
+        assert "No model requests: the replay followed its recipe's steps and asked no model." in html

@@ -3,8 +3,8 @@ accepted at once on a recipe that auto-accepts; what a replay saved, set when it
 
 import pytest
 
+from judge.models import Judgment
 from runs.events import emit
-from runs.judging.models import Judgment
 from runs.lifecycle import finish, mark_started
 from runs.recipes import services
 from runs.recipes.models import RecipeVersion, Replay

@@ -2,8 +2,11 @@
 with other parameters without the agent, healed where the page changed, and its proposed version replayed in turn."""
 
 import json
+import os
 
 import pytest
+from django.db import connection
+from playwright.sync_api import expect
 
 from agent_platform.models import ModelRequest
 from demo_site import views as demo_views
@@ -11,9 +14,10 @@ from runs.models import Run
 from runs.recipes.models import Recipe, RecipeVersion, Replay
 from scripted_api.wire import text_reply
 from tests import messages_stub as stub_fixtures
-from tests.support import demo, factories, workers
+from tests.support import demo, factories, live, workers
 from tests.support.judging import judgment_reply
-from tests.support.launching import events, finished, launch_through_api, launches_held, wait_for
+from tests.support.launching import enqueue, events, finished, launch_through_api, launches_held, wait_for
+from tests.support.live import signed_in_page
 from tests.support.recipes import (
     CONTACT_SCHEMA,
     click_button,
@@ -31,6 +35,11 @@ runtime_worker = workers.runtime_worker
 demo_base_url = demo.demo_base_url
 launches_held = launches_held
 prices = factories.prices
+asgi_server = live.asgi_server
+chromium = live.chromium
+
+# Playwright's sync API keeps an event loop on this thread; the ORM calls between its calls are still synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -201,3 +210,30 @@ def test_a_secret_typed_step_keeps_its_placeholder_and_replays_the_runs_secret(
     assert other not in extraction_request, "the page's echo of the secret reaches the model masked"
     assert "{{secret:CONTACT_NAME}}" in extraction_request
     assert other not in json.dumps([event.payload for event in events(replayed)])
+
+
+def test_a_page_watching_a_replay_that_asks_no_model_ends_saying_it_asked_none(
+    api, messages_stub, runtime_worker, demo_base_url, launches_held, asgi_server, chromium, alice
+):
+    """Replayed with its source's parameters, the thanks page reads as the source's did: its data stands, no model is
+    asked, and the page that watched it live says so once it has finished (not "yet", not "so far")."""
+    recipe = make_recipe(api, source_run(api, messages_stub, demo_base_url, judge=False))
+    launched = api.post("/runs", {"recipe_id": recipe["id"], "parameters": {}})
+    assert launched.status_code == 201, launched.content
+    replayed = Run.objects.get(public_id=launched.json()["id"])
+    page = signed_in_page(chromium, asgi_server, alice)
+    page.goto(f"{asgi_server}/runs/{replayed.public_id}/")
+    expect(page.locator("#usage-none")).to_contain_text("No model requests so far: a replay asks a model only")
+    page.wait_for_function("window.Pilothouse && window.Pilothouse.runSocket")
+
+    enqueue(replayed)
+    expect(page.locator("#run-status")).to_have_text("succeeded", timeout=120_000)
+    expect(page.locator("#usage-none")).to_have_text(
+        "No model requests: the replay followed its recipe's steps and asked no model."
+    )
+    expect(page.locator("#usage")).not_to_contain_text("yet")
+    replayed.refresh_from_db()
+    assert replayed.status == Run.Status.SUCCEEDED, (replayed.error_code, replayed.error_message)
+    assert not ModelRequest.objects.filter(run=replayed).exists()
+    page.context.close()
+    connection.close()

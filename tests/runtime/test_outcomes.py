@@ -2,7 +2,7 @@
 
 import pytest
 
-from runs.judging.models import Outcome, OutcomeEvaluation
+from judge.models import Outcome, OutcomeEvaluation
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
 from tests.support import workers

@@ -120,7 +120,7 @@ def test_a_verdict_turn_without_done_ends_the_run_saying_what_brought_it(reason,
 
     step = acting_turn(verdict)
 
-    assert step.ending is not None and step.send_results is False
+    assert step.ending is not None
     assert (step.ending.status, step.ending.error_code) == (Run.Status.FAILED, error_code)
     assert step.ending.message.startswith(says)
     assert verdict.followed is False

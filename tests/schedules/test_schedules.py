@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.lifecycle import finish, mark_started
 from runs.models import Event, Run
 from schedules import services, tasks

@@ -10,7 +10,7 @@ import pytest
 from anthropic.types import TextBlock, ToolUseBlock
 from anthropic.types.beta import BetaToolUseBlock
 
-from runs.judging.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
+from judge.prompts import GRADER_SYSTEM, JUDGE_SYSTEM
 from scripted_api.stub import GRADER_TOOL, JUDGE_TOOL, MessagesStub
 from scripted_api.wire import (
     WireServer,

@@ -347,7 +347,7 @@ def test_a_judge_context_the_output_satisfies_passes():
 
 def test_the_judge_reads_the_judge_context_the_judge_sends(acme):
     """The statements as judge.judging builds the real judge's request, not a hand-written prompt."""
-    from runs.judging.judging import judge_request as real_judge_request
+    from judge.judging import judge_request as real_judge_request
     from tests.support.judging import finished_run
 
     run = finished_run(acme, judge=False, judge_context=['The output names the "Mixer" and its price.'])

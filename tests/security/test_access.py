@@ -15,9 +15,9 @@ from runs.routing import websocket_urlpatterns
 from tests.support.factories import make_run
 
 # Public by design: signing in, the API (bearer keys, tested apart), the admin (its own login, tested below), the
-# Prometheus endpoint (its own bearer token: tests/observability) and the bundled demo site, which the agent's browser
-# visits without a login.
-PUBLIC_PREFIXES = ("login/", "logout/", "api/", "admin/", "metrics", "demo/")
+# Prometheus endpoint (its own bearer token: tests/observability), the bundled demo site, which the agent's browser
+# visits without a login, and share links (the token is the permission: tests/sharing).
+PUBLIC_PREFIXES = ("login/", "logout/", "api/", "admin/", "metrics", "demo/", "share/")
 PLACEHOLDER = re.compile(r"<(?:(\w+):)?(\w+)>")
 
 

@@ -7,13 +7,14 @@ import pytest
 from cryptography.fernet import Fernet
 from django.db import connection
 
+from runs import human
 from runs.models import Run
 from runs.secret_box import SEALED, SecretsUnavailable, seal, unseal
 from tests import messages_stub as stub_fixtures
 from tests.support import sites, workers
 from tests.support.canaries import database_dump
 from tests.support.clients import ApiClient
-from tests.support.launching import finished
+from tests.support.launching import finished, wait_for
 from tests.support.replies import browser, done, last_tool_result_text
 from tests.support.sites import site_url
 from tests.support.workers import FAULT_QUEUE
@@ -35,19 +36,18 @@ def test_a_dump_taken_mid_run_holds_no_secret_value(acme, acme_key, fault_site, 
     monkeypatch.setattr(
         tasks.execute_run, "delay", lambda pk, **_fair: tasks.execute_run.apply_async(args=[pk], queue=FAULT_QUEUE)
     )
-    taken: dict[str, str] = {}
 
-    def dump_then_fill_the_password(request: dict) -> dict:
-        # the worker is waiting for this answer: the run is running and its secrets are in the worker's hands
-        taken["dump"] = database_dump()
-        taken["status"] = Run.objects.get(public_id=launched.json()["id"]).status
+    def pause_then_fill_the_password(request: dict) -> dict:
+        # The run holds here, paused and running, while the test takes its dump: a dump taken inside this answer would
+        # keep the worker waiting on its model request past the fault worker's 2-second timeout on a loaded machine.
+        human.pause(Run.objects.get(public_id=launched.json()["id"]), by="the test")
         connection.close()  # this thread's own connection: it must not outlive the test database
         ref = re.search(r'textbox "Password"[^\n]*\[ref=(\w+)\]', last_tool_result_text(request)).group(1)
         return browser("form_input", target={"type": "ref", "ref": ref}, value="{{secret:SHOP_PASSWORD}}")
 
     messages_stub.agent(
         browser("read_page", filter="interactive"),
-        dump_then_fill_the_password,
+        pause_then_fill_the_password,
         browser("key", text="Return"),
         done(True, "Signed in."),
     )
@@ -60,7 +60,12 @@ def test_a_dump_taken_mid_run_holds_no_secret_value(acme, acme_key, fault_site, 
         },
     )
     assert launched.status_code == 201, launched.content
-    run = finished(Run.objects.get(public_id=launched.json()["id"]))
+    run = Run.objects.get(public_id=launched.json()["id"])
+    wait_for(lambda: Run.objects.filter(pk=run.pk, paused_at__isnull=False).exists(), message="the run to pause")
+    # the run is running and its secrets are in the worker's hands
+    taken = {"dump": database_dump(), "status": Run.objects.get(pk=run.pk).status}
+    human.resume(run, by="the test")
+    run = finished(run)
 
     assert run.status == Run.Status.SUCCEEDED, run.error_message
     assert taken["status"] == Run.Status.RUNNING

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.workers import WorkerProcess, _shared_worker, worker_environment
+from tests.support.workers import WorkerProcess, shared_worker, worker_environment
 
 # The bytes each download serves: fixed, so a test knows the sha256 to expect.
 REPORT_CSV = b"month,total\n2026-10,120.00\n2026-11,98.50\n"
@@ -165,7 +165,7 @@ def files_worker(
             }
         )
 
-    worker = _shared_worker(request, tmp_path_factory, django_db_blocker, "files", FILES_QUEUE, environment)
+    worker = shared_worker(request, tmp_path_factory, django_db_blocker, "files", FILES_QUEUE, environment)
     if not hasattr(worker, "media_root"):  # the worker started here (another module may have started it first)
         worker.media_root = media
         worker.run_files = run_files

@@ -5,10 +5,11 @@ starts them). Every host has its own directory, MEDIA_ROOT and var/: they share 
 variables docs/scaling.md lists. The Messages stub and the test pages are served by the test process on the bridge's
 address, the one address of the root namespace the hosts reach.
 
-Fixtures: `network` (module), `messages_stub_host` and `pages_site` (module, on the bridge), `services` and `web`
-(module), `hosts_stub` (the stub emptied per test, its refusals checked), `worker_pool` (module) and `worker_hosts`
-(two live worker hosts for a test: a host an earlier test killed is replaced). A test module binds them by
-assignment.
+Fixtures: `network` (package), `messages_stub_host` and `pages_site` (package, on the bridge), `services` and `web`
+(package), `hosts_stub` (the stub emptied per test, its refusals checked), `worker_pool` (package) and `worker_hosts`
+(two live worker hosts for a test: a host an earlier test killed is replaced). tests/hosts/conftest.py binds them
+once, so every module of tests/hosts shares one set of hosts, started once and torn down after the package's last
+test.
 """
 
 import base64
@@ -22,7 +23,6 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from glob import glob
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ import pytest
 import redis
 
 from scripted_api.stub import MessagesStub
+from tests.support import clusters
 from tests.support import s3_server as s3
 from tests.support.launching import wait_for
 from tests.support.netns import Host, Network
@@ -85,9 +86,9 @@ def wait_serving(predicate: Callable[[], bool], host: Host, log_name: str, what:
 # --- the network, and what the test process serves on it ------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def network() -> Iterator[Network]:
-    """The test's network, torn down at the module's end. Its folder is outside pytest's (which only root may enter)
+    """The test's network, torn down at the package's end. Its folder is outside pytest's (which only root may enter)
     so PostgreSQL, running as `postgres`, can reach its data directory."""
     directory = Path(tempfile.mkdtemp(prefix="pilothouse-hosts-"))
     directory.chmod(0o755)
@@ -105,7 +106,7 @@ def network() -> Iterator[Network]:
             shutil.rmtree(directory, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def messages_stub_host(network: Network) -> Iterator[MessagesStub]:
     """The strict Messages stub on the bridge's address: the web host asks it about models, the workers for turns."""
     stub = MessagesStub(host=network.gateway).start()
@@ -129,7 +130,7 @@ def hosts_stub(messages_stub_host: MessagesStub) -> Iterator[MessagesStub]:
         )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def pages_site(network: Network) -> Iterator[str]:
     """The test pages on the bridge's address (the workers allow that host): a site the workers' browsers reach."""
     site = RecordingSite((network.gateway, 0))
@@ -169,48 +170,22 @@ class Services:
         return str(rows[0][0]) if rows else ""
 
 
-def postgres_binary(name: str) -> str:
-    found = sorted(glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda path: int(Path(path).parts[4]))
-    if not found:
-        raise RuntimeError(f"no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/{name}): install postgresql")
-    return found[-1]
-
-
 def start_postgres(host: Host) -> None:
-    """A throwaway cluster initialised as the `postgres` OS user, listening on the host's address only (its Unix
-    socket in its own folder), trusting connections from the test's subnet, without fsync (nothing outlives it)."""
-    data = host.directory / "postgres"
-    sockets = host.directory / "postgres-socket"
-    for folder in (data, sockets):
-        folder.mkdir()
-        shutil.chown(folder, "postgres", "postgres")
-    data.chmod(0o700)
+    """A throwaway cluster (tests/support/clusters.py) listening on the host's address only (its Unix socket in its own
+    folder), trusting connections from the test's subnet."""
+    data, sockets = clusters.prepare(host.directory)
     env = base_environment(host)
-    host.run(
-        ["runuser", "-u", "postgres", "--", postgres_binary("initdb"), "-D", str(data), "-A", "trust", "-U",
-         "postgres", "-E", "UTF8", "--no-sync"],
-        env=env,
-    )  # fmt: skip
+    host.run(clusters.initdb_command(data), env=env)
     subnet = host.address.rsplit(".", 1)[0] + ".0/24"
     with open(data / "pg_hba.conf", "a") as hba:
         hba.write(f"host all all {subnet} trust\n")
     host.start(
-        ["runuser", "-u", "postgres", "--", postgres_binary("postgres"), "-D", str(data),
-         "-c", f"listen_addresses={host.address}", "-c", f"unix_socket_directories={sockets}",
-         "-c", f"port={POSTGRES_PORT}", "-c", "fsync=off", "-c", "synchronous_commit=off",
-         "-c", "full_page_writes=off", "-c", "max_connections=200"],
-        env=env, log_name="postgres.log",
-    )  # fmt: skip
+        clusters.server_command(data, sockets, host.address, POSTGRES_PORT, ["max_connections=200"]),
+        env=env,
+        log_name="postgres.log",
+    )
     server = f"postgres://postgres@{host.address}:{POSTGRES_PORT}/postgres"
-
-    def accepting() -> bool:
-        try:
-            with psycopg.connect(server, connect_timeout=2, autocommit=True):
-                return True
-        except psycopg.OperationalError:
-            return False
-
-    wait_serving(accepting, host, "postgres.log", "PostgreSQL")
+    wait_serving(lambda: clusters.accepting(server), host, "postgres.log", "PostgreSQL")
     with psycopg.connect(server, autocommit=True) as connection:
         connection.execute(f"CREATE DATABASE {DATABASE}")
 
@@ -256,7 +231,7 @@ def start_s3(host: Host) -> s3.S3Server:
     return server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def services(network: Network) -> Services:
     host = network.add_host("services")
     start_postgres(host)
@@ -371,7 +346,7 @@ call_command("createapikey", for_user={operator!r}, name="four hosts")
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def web(network: Network, services: Services, messages_stub_host: MessagesStub) -> Web:
     """The web host as an operator sets one up: migrate the services host's database from here, create the first
     operator and an API key with the management commands, then Daphne on the host's address and the installation's
@@ -427,6 +402,8 @@ class WorkerHost:
 # The stale-heartbeat threshold the worker hosts use (the setting's minimum): a lost worker is noticed within it and
 # the beat's next reaping (every 30 s).
 WORKER_STALE_AFTER_SECONDS = 5
+# Every queue, as `make run`'s worker and docs/scaling.md's worker machines consume them (browser sessions included).
+WORKER_QUEUES = "runs,judge,default,browsers"
 
 
 def start_worker_host(network: Network, web: Web, role: str) -> WorkerHost:
@@ -441,8 +418,9 @@ def start_worker_host(network: Network, web: Web, role: str) -> WorkerHost:
         },
     )
     worker = WorkerProcess(
-        env, host.directory / "worker.log", concurrency=2, name=f"{role}@{host.namespace}", launcher=host.launcher()
-    )
+        env, host.directory / "worker.log", concurrency=2, queues=WORKER_QUEUES, name=f"{role}@{host.namespace}",
+        launcher=host.launcher(),
+    )  # fmt: skip
     worker.spawn()  # the caller waits for it to be ready, so several hosts start at once
     return WorkerHost(host, worker)
 
@@ -459,9 +437,9 @@ def stop_worker_hosts(network: Network, stopping: list[WorkerHost]) -> None:
         network.remove_host(worker_host.host)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def worker_pool(network: Network, services: Services, web: Web) -> Iterator[list[WorkerHost]]:
-    """The module's worker hosts (`worker_hosts` fills it), stopped and their namespaces deleted at its end."""
+    """The package's worker hosts (`worker_hosts` fills it), stopped and their namespaces deleted at its end."""
     pool: list[WorkerHost] = []
     try:
         yield pool
@@ -471,9 +449,9 @@ def worker_pool(network: Network, services: Services, web: Web) -> Iterator[list
 
 @pytest.fixture
 def worker_hosts(network: Network, web: Web, worker_pool: list[WorkerHost]) -> list[WorkerHost]:
-    """Two live worker hosts, each consuming every queue as `make run`'s worker does: the module's, where a host an
+    """Two live worker hosts, each consuming every queue as `make run`'s worker does: the package's, where a host an
     earlier test killed is replaced by a new one (a new namespace, folder and worker name), so a test that kills a
-    host leaves the next test two hosts again and the hosts start once a module, not once a test."""
+    host leaves the next test two hosts again and the hosts start once a package, not once a test."""
     dead = [worker_host for worker_host in worker_pool if worker_host.worker.process.poll() is not None]
     for worker_host in dead:
         worker_pool.remove(worker_host)

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 from django.test import Client
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
 from runs.events import emit as emit_here
 from runs.models import Run
@@ -41,7 +41,10 @@ def asgi_server(django_db_setup, django_db_blocker, tmp_path_factory):
     """Daphne serving the real ASGI application (HTTP and websockets) on the test database."""
     port = free_port()
     with django_db_blocker.unblock():
-        env = worker_environment()
+        # A web process's pool as docs/scaling.md advises for one that serves live run pages: at 4, four of them open at
+        # once (each with its run and live sockets and their polls) starved it, and a run page waited 30 s for a
+        # connection (the shared-worker control tests, on PostgreSQL). Not understood yet: see docs/scaling.md.
+        env = worker_environment({"DB_POOL_MAX": WEB_POOL_MAX})
     log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
     log = open(log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
     process = subprocess.Popen(
@@ -67,10 +70,19 @@ def asgi_server(django_db_setup, django_db_blocker, tmp_path_factory):
     log.close()
 
 
+WEB_POOL_MAX = "12"
+
+# How long `expect(...)` waits for the page to get there. Playwright's 5 s suits a quiet laptop; CI runs both suites
+# at once on a loaded machine, where a live push and the re-render it asks for can take longer. A page that never gets
+# there still fails, later.
+EXPECT_TIMEOUT_MS = 20_000
+
+
 @pytest.fixture
 def chromium():
     # Per test: Playwright's sync API keeps an event loop marked running in this thread while it is open, which
     # would break every async test that runs after it.
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=settings.BROWSER_EXECUTABLE, args=CHROMIUM_ARGS)
         yield browser
@@ -86,6 +98,27 @@ def signed_in_page(chromium, asgi_server: str, user):
     page = context.new_page()
     page.on("dialog", lambda dialog: dialog.dismiss())
     return page
+
+
+def on_the_live_picture(page, x: float, y: float) -> tuple[float, float]:
+    """Where on the run page a point of the agent's tab is drawn (the live picture is scaled and letterboxed)."""
+    return page.evaluate(
+        """([x, y]) => {
+            const img = document.getElementById("live-img");
+            const size = window.Pilothouse.liveView.frameSize();
+            const box = img.getBoundingClientRect();
+            const scale = Math.min(box.width / img.naturalWidth, box.height / img.naturalHeight);
+            const width = img.naturalWidth * scale, height = img.naturalHeight * scale;
+            return [box.left + (box.width - width) / 2 + (x / size.width) * width,
+                    box.top + (box.height - height) / 2 + (y / size.height) * height];
+        }""",
+        [x, y],
+    )
+
+
+def frames_shown(page) -> int:
+    """How many live-view frames the run page has drawn."""
+    return int(page.evaluate("Number(document.getElementById('live-view').dataset.frames || 0)"))
 
 
 def slow(reply: dict, seconds: float = 1.2):
@@ -113,20 +146,26 @@ def open_subscribed(page, url: str, ready: str = '"subscribed"') -> None:
 
 LIVE_SOCKET_SCRIPT = """async ({url, inputs, settleMs}) => {
   const received = [];
+  let answered = 0, closed = false;
   const socket = new WebSocket(url);
   await new Promise((resolve, reject) => {
     socket.onmessage = (message) => {
       const data = JSON.parse(message.data);
       if (data.type !== "frame") received.push(data);
+      if (data.type === "input_ack" || data.type === "input_refused") answered += 1;
       if (data.type === "watching") resolve();
     };
-    socket.onclose = (event) => { received.push({type: "closed", code: event.code}); resolve(); };
+    socket.onclose = (event) => { closed = true; received.push({type: "closed", code: event.code}); resolve(); };
     setTimeout(() => reject(new Error("the live socket never said watching")), 15000);
   });
-  for (const input of inputs) {
+  for (const [index, input] of inputs.entries()) {
     if (socket.readyState !== WebSocket.OPEN) break;
-    socket.send(JSON.stringify({type: "input", ...input}));
+    socket.send(JSON.stringify({type: "input", id: index + 1, ...input}));
     await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+  // Every input is answered (by the web or the worker): wait for all of them, however loaded the machine.
+  for (let waited = 0; answered < inputs.length && !closed && waited < 30000; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
   await new Promise((resolve) => setTimeout(resolve, settleMs));
   socket.close();
@@ -136,7 +175,8 @@ LIVE_SOCKET_SCRIPT = """async ({url, inputs, settleMs}) => {
 
 def send_over_live_socket(asgi_server: str, user, run_public_id: str, inputs: list[dict], settle_ms: int = 800):
     """Open the run's live socket as `user` from real Chromium (a page of the web's own origin, signed in through a
-    real session cookie), send each input, and return what the socket sent back (frames left out). Playwright runs in
+    real session cookie), send each input numbered from 1, and return what the socket sent back (frames left out:
+    refusals, and the worker's acknowledgements by number). Playwright runs in
     a thread of its own: its sync API would make this thread's later ORM calls refuse to run."""
     client = Client()
     client.force_login(user)

@@ -21,7 +21,10 @@ LOGIN = """<!doctype html><html><head><meta charset="utf-8"><title>Sign in</titl
   <button type="submit">Sign in</button>
 </form></body></html>"""
 
-SIGNED_IN = """<!doctype html><html><head><meta charset="utf-8"><title>Welcome</title></head><body>
+# The signed-in page is green all over, so a test can tell it from the form in a live picture.
+SIGNED_IN_COLOUR = (0, 160, 80)
+SIGNED_IN = """<!doctype html><html><head><meta charset="utf-8"><title>Welcome</title></head>
+<body style="background: rgb(0, 160, 80)">
 <p>Welcome, {user}. <a href="/account">Your account</a></p>
 <script>localStorage.setItem("signed_in_as", {user_json});</script>
 </body></html>"""

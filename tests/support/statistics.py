@@ -31,3 +31,14 @@ def matrix_cell(success: bool, verdict: str, blocked_or_impossible: bool) -> str
     if verdict == "pass":
         return "success_pass" if success else "underclaim"
     return "overclaim" if success else "failure_fail"
+
+
+def kappa_by_hand(both_success: int, rater_only: int, person_only: int, both_failure: int) -> tuple[float, float]:
+    """Cohen's kappa of a 2x2 table and its large-sample standard error, written out cell by cell:
+    po = (a + d) / n; pe = ((a + b)(a + c) + (c + d)(b + d)) / n²; kappa = (po - pe) / (1 - pe);
+    se = sqrt(po (1 - po) / (n (1 - pe)²))."""
+    a, b, c, d = both_success, rater_only, person_only, both_failure
+    n = a + b + c + d
+    po = (a + d) / n
+    pe = ((a + b) * (a + c) + (c + d) * (b + d)) / n**2
+    return (po - pe) / (1 - pe), math.sqrt(po * (1 - po) / (n * (1 - pe) ** 2))

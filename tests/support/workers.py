@@ -100,6 +100,11 @@ class WorkerProcess:
             os.killpg(self.process.pid, sig)
             self.process.wait(timeout=30)
 
+    def terminate(self) -> None:
+        """Tell the worker to stop, without waiting for it (`stop` waits)."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
@@ -115,12 +120,16 @@ _shared: dict[str, Any] = {}
 
 
 def _stop_worker(name: str) -> None:
+    # The first shared worker stopped at the session's end tells every other one to stop as well, so the session
+    # waits for the slowest worker's shutdown rather than for their sum.
+    for other in _shared.values():
+        other.terminate()
     worker = _shared.pop(name, None)
     if worker is not None:
         worker.stop()
 
 
-def _shared_worker(
+def shared_worker(
     request, tmp_path_factory, django_db_blocker, name: str, queue: str, environment: Callable[[], dict]
 ) -> WorkerProcess:
     """The session's worker called `name` on `queue`, started on first use with `environment()` (read with the
@@ -149,7 +158,7 @@ def runtime_worker(
     def environment() -> dict:
         return worker_environment({"MODEL_MAX_RETRIES": "2", "MEDIA_ROOT": str(media)})
 
-    worker = _shared_worker(request, tmp_path_factory, django_db_blocker, "runtime", RUNTIME_QUEUE, environment)
+    worker = shared_worker(request, tmp_path_factory, django_db_blocker, "runtime", RUNTIME_QUEUE, environment)
     if not hasattr(worker, "media_root"):
         worker.media_root = media
     return worker
@@ -174,7 +183,7 @@ def short_limit_worker(
             }
         )
 
-    return _shared_worker(request, tmp_path_factory, django_db_blocker, "short", SHORT_LIMIT_QUEUE, environment)
+    return shared_worker(request, tmp_path_factory, django_db_blocker, "short", SHORT_LIMIT_QUEUE, environment)
 
 
 # --- the fault and security tests' worker --------------------------------------------------------------------
@@ -206,7 +215,7 @@ def fault_worker(
     def environment() -> dict:
         return fault_worker_environment({"MEDIA_ROOT": str(tmp_path_factory.mktemp("fault-media"))})
 
-    return _shared_worker(request, tmp_path_factory, django_db_blocker, "fault", FAULT_QUEUE, environment)
+    return shared_worker(request, tmp_path_factory, django_db_blocker, "fault", FAULT_QUEUE, environment)
 
 
 # --- the person-in-the-loop tests' short-wait worker -----------------------------------------------------------
@@ -234,6 +243,6 @@ def human_timeout_worker(
             }
         )
 
-    return _shared_worker(
+    return shared_worker(
         request, tmp_path_factory, django_db_blocker, "human-timeout", HUMAN_TIMEOUT_QUEUE, environment
     )

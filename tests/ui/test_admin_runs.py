@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Run
 from tests.support.clients import client_for
 from tests.support.factories import make_run

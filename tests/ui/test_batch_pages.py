@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from evals.models import Batch, BatchRun
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Run
 from tests.support.factories import make_run
 
@@ -96,3 +96,28 @@ def test_the_batch_filter_offers_the_workspaces_batches_only(alice_client, charl
     # another workspace's batch id filters to nothing, and is not named back as an option
     shown = charlie_client.get(f"/?batch={scored_batch.public_id}").content.decode()
     assert "No runs match these filters." in shown
+
+
+def test_triage_the_batch_page_the_runs_list_and_the_run_page_agree_on_an_agents_verdict(alice_client, scored_batch):
+    """A run whose agent said neither success nor failure (it ran out of turns) and that the judge passed is an
+    underclaim in triage: every page says "no verdict" of the agent, none calls it a failure."""
+    silent, claimed = [item.run for item in BatchRun.objects.filter(batch=scored_batch).select_related("run")]
+    Run.objects.filter(pk=silent.pk).update(status=Run.Status.FAILED, success=None, error_code="max_turns")
+    Run.objects.filter(pk=claimed.pk).update(success=False)
+    Judgment.objects.filter(run=claimed).update(verdict="pass")  # an underclaim too, with the agent's failure
+
+    def said(html: str, run: Run) -> str:
+        row = html[html.index(run.public_id) :]
+        return row[row.index("data-agent-verdict=") :].split('"')[1]
+
+    pages = {
+        "triage": alice_client.get("/triage/").content.decode(),
+        "batch": alice_client.get(f"/batches/{scored_batch.public_id}/").content.decode(),
+        "runs list": alice_client.get("/").content.decode(),
+    }
+    for where, html in pages.items():
+        assert said(html, silent) == "no verdict", where
+        assert said(html, claimed) == "failure", where
+    for run, verdict in ((silent, "no verdict"), (claimed, "failure")):
+        run_page = alice_client.get(f"/runs/{run.public_id}/").content.decode()
+        assert f'data-agent-verdict="{verdict}"' in run_page

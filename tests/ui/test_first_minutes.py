@@ -12,10 +12,10 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
 
-from agent_platform.admin import dollars
+from agent_platform.lib.money import format_usd
 from agent_platform.models import ApiKey, Membership, Price, Workspace
+from judge.models import Judgment
 from runs.events import emit
-from runs.judging.models import Judgment
 from runs.lifecycle import request_cancel, wait_behind_earlier_run
 from runs.models import Run
 from runs.presenters import reply_labels
@@ -268,9 +268,9 @@ def test_pages_have_a_favicon(alice_client):
 
 
 def test_prices_read_as_money():
-    assert dollars(Decimal("49.0")) == "$49.00"
-    assert dollars(Decimal("1.8750")) == "$1.875"
-    assert dollars(Decimal("0.3000")) == "$0.30"
+    assert format_usd(Decimal("49.0")) == "$49.00"
+    assert format_usd(Decimal("1.8750")) == "$1.875"
+    assert format_usd(Decimal("0.3000")) == "$0.30"
 
 
 def test_admin_price_list_shows_dollars(staff_client):

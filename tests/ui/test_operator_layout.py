@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Run
 from runs.screenshots import save_screenshot
 from tests.support import live

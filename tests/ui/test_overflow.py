@@ -1,7 +1,8 @@
 """No page overflows: every page a signed-in operator reaches (the admin's as staff), in real Chromium against Daphne,
 at a laptop's 1,440 px and a phone's 390 px, with realistic data (long URLs and tasks, judgments, a batch with its
 report, both Haiku 5.5 price tiers). A page fails when it scrolls sideways, or when a control (button, input,
-select, link) reaches past its scrolling container or the viewport, or its text is cut."""
+select, link) reaches past its scrolling container or the viewport, or its text is cut, or another element lies over
+it (tests/support/layout.py)."""
 
 import os
 from datetime import UTC, datetime, timedelta
@@ -13,12 +14,13 @@ from django.utils import timezone
 
 from agent_platform.models import Membership, ModelRequest, Price
 from evals.models import Batch
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Run
 from tests import messages_stub as stub_fixtures
 from tests.support import live
 from tests.support.clients import ApiClient
 from tests.support.factories import make_run, make_session
+from tests.support.layout import COVERED, IN_VIEW
 from tests.support.live import emit, signed_in_page
 from webhooks.models import Endpoint, SecretScheme
 
@@ -125,6 +127,13 @@ def seed(acme, acme_key: str) -> dict[str, str]:
         output="All done.", finished_at=now,
     )  # fmt: skip
     Judgment.objects.create(run=overclaim, verdict="fail", reason="Half the products are missing. " * 6, model="judge")
+    # A run that fired every signal and ended on a limit: the admin list's widest row.
+    make_run(
+        acme, task=LONG_TASK, start_url=LONG_URL, status=Run.Status.FAILED, success=False, finished_at=now,
+        error_code=Run.ErrorCode.AGENT_LIMIT, usage_requests=31, cost_usd=Decimal("1.2345"),
+        signals={"turns": 30, "max_turns": 30, "budget_notices": 3, "loop_nudges": 2, "stagnation_nudges": 4,
+                 "failures_max": True, "verdict_turn": "failures", "verdict_followed": False},
+    )  # fmt: skip
     live = make_run(acme, task=LONG_TASK, start_url=LONG_URL, status=Run.Status.RUNNING, started_at=now, max_turns=30)
     emit(live, "run.started", {"model": live.model, "max_turns": 30, "scripted": False})
     emit(live, "agent.message", {"text": f"Opening {LONG_URL}", "turn": 1})
@@ -208,8 +217,35 @@ def test_the_page_fits_its_width(name, width, messages_stub_server, asgi_server,
     assert response is not None
     assert response.status == (404 if name == "not_found" else 200), f"{path} answered {response.status}"
     page.evaluate("document.fonts.ready")
-    problems = page.evaluate(OVERFLOWS)
+    problems = page.evaluate(OVERFLOWS) + page.evaluate(COVERED)
     if os.environ.get("OVERFLOW_SCREENSHOTS"):
         page.screenshot(path=f"{os.environ['OVERFLOW_SCREENSHOTS']}/{name}-{width}.png", full_page=True)
+    page.context.close()
+    assert problems == [], f"{name} at {width}px:\n" + "\n".join(problems)
+
+
+# What each page must show as it opens at a width, without sideways scrolling: the column or the day that tells most.
+IN_VIEW_AT = [
+    # on a phone: every usage table's Cost column and the chart's today
+    ("usage", 390, [".data-table th.cost", ".data-table td.cost", ".chart text.today"]),
+    ("usage", 1440, [".data-table th.cost", ".data-table td.cost", ".chart text.today"]),
+    # on a laptop: the runs admin's cost column, beside its filters
+    ("admin_runs", 1440, ["th.column-cost", "td.field-cost"]),
+]
+
+
+@pytest.mark.parametrize(("name", "width", "selectors"), IN_VIEW_AT)
+def test_what_tells_most_is_in_view_without_scrolling(
+    name, width, selectors, messages_stub_server, asgi_server, chromium, acme, acme_key
+):
+    operator = get_user_model().objects.create_user(username="olga", is_staff=True, is_superuser=True)
+    Membership.objects.create(user=operator, workspace=acme, role=Membership.Role.OWNER)
+    seed(acme, acme_key)
+    page = signed_in_page(chromium, asgi_server, operator)
+    page.set_viewport_size({"width": width, "height": 900})
+    response = page.goto(f"{asgi_server}{PAGES[name]}")
+    assert response is not None and response.status == 200
+    page.evaluate("document.fonts.ready")
+    problems = page.evaluate(IN_VIEW, selectors) + page.evaluate(OVERFLOWS)
     page.context.close()
     assert problems == [], f"{name} at {width}px:\n" + "\n".join(problems)

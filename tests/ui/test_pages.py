@@ -5,8 +5,8 @@ import json
 import pytest
 
 from agent_platform.models import ApiKey, ModelRequest
+from judge.models import Judgment
 from runs.events import emit
-from runs.judging.models import Judgment
 from runs.models import Run
 from tests.support.factories import make_run, make_session
 
@@ -67,6 +67,19 @@ def test_runs_list_filters_by_session(alice_client, acme, finished_run):
     html = alice_client.get(f"/?session={other.session.public_id}").content.decode()
     assert other.public_id in html
     assert finished_run.public_id not in html
+
+
+def test_a_runs_list_row_carries_the_lists_count_under_its_filters(alice_client, acme, finished_run):
+    """The list's heading follows live runs: each re-rendered row comes with the count of the list it belongs to."""
+    running = make_run(acme, task="Still going", status=Run.Status.RUNNING)
+    page = alice_client.get("/?status=running").content.decode()
+    assert '<span id="runs-count" aria-live="polite">1 run</span>' in page
+    assert '"/runs/RUN_ID/row/?status=running"' in page  # the rows it asks for are counted under its filter
+
+    assert alice_client.get(f"/runs/{running.public_id}/row/").headers["X-Runs-Count"] == "2"
+    assert alice_client.get(f"/runs/{running.public_id}/row/?status=running").headers["X-Runs-Count"] == "1"
+    Run.objects.filter(pk=running.pk).update(status=Run.Status.SUCCEEDED)  # it finished: it leaves the filter
+    assert alice_client.get(f"/runs/{running.public_id}/row/?status=running").headers["X-Runs-Count"] == "0"
 
 
 def test_runs_list_paginates(alice_client, acme):

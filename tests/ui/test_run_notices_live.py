@@ -9,7 +9,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from agent_platform.celery import app
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Run
 from tests.support import live
 from tests.support.factories import make_run

@@ -3,7 +3,7 @@ a verdict turn, the data panel names the output_schema only where there is one, 
 
 import pytest
 
-from runs.judging.models import Judgment
+from judge.models import Judgment
 from runs.models import Run
 from runs.presenters import signal_rows
 from tests.support.factories import make_run, make_session

@@ -132,7 +132,6 @@ def test_refused_launch_fields_say_which_in_v4s_words(v4, body, message):
 @pytest.mark.parametrize(
     ("body", "feature"),
     [
-        ({"workspaceId": str(uuid.uuid4())}, "file workspaces"),
         ({"opVaultId": "v"}, "1Password vaults"),
         ({"agentcardWalletId": str(uuid.uuid4())}, "payments"),
         ({"browserSettings": {"customProxy": {"host": "p"}}}, "proxies"),
@@ -153,7 +152,7 @@ def test_refused_launch_fields_say_which_in_v4s_words(v4, body, message):
 def test_launch_fields_of_missing_features_are_501_naming_them(v4, body, feature):
     answer = v4.call("post", "/runs", {"task": "t", **body})
     assert answer.status_code == 501
-    assert answer.json()["detail"].startswith(f"Pilothouse does not have {feature}")
+    assert answer.json()["detail"].startswith(f"Pilothouse's v4 API does not serve {feature}")
 
 
 def test_events_read_as_v4_with_browser_ready_before_the_first_agent_event_and_a_terminal_type(v4, acme):

@@ -1,5 +1,5 @@
 """What the official v4 client raises against Pilothouse: another workspace's key, a bad key, a refused field, and a
-feature Pilothouse does not have, each a BrowserUseError with a message that says so."""
+feature Pilothouse's v4 API does not serve, each a BrowserUseError with a message that says so."""
 
 import uuid
 
@@ -39,15 +39,9 @@ def test_another_workspaces_key_is_refused_and_a_bad_key_is_401(asgi_server, acm
 @pytest.mark.parametrize(
     ("call", "feature"),
     [
-        (lambda client: client.profiles.create(name="shopper"), "browser profiles"),
-        (lambda client: client.profiles.list(), "browser profiles"),
-        (lambda client: client.browsers.create(), "cloud browsers over CDP"),
+        (lambda client: client.browsers.create(extension_ids=[str(uuid.uuid4())]), "browser extensions"),
         (lambda client: client.extensions.list(), "browser extensions"),
         (lambda client: client.integrations.list(), "integrations"),
-        (lambda client: client.workspaces.files(uuid.uuid4()), "file workspaces"),
-        (lambda client: client.sessions.create_share(uuid.uuid4()), "share links"),
-        (lambda client: client.runs.create("t", browser_settings={"profileId": str(uuid.uuid4())}), "browser profiles"),
-        (lambda client: client.runs.create("t", attached_file_ids=[uuid.uuid4()]), "files"),
         (lambda client: client.runs.create("t", agentmail=True), "AgentMail"),
     ],
 )
@@ -55,7 +49,7 @@ def test_a_missing_feature_raises_the_sdks_error_naming_it(asgi_server, acme_key
     with pytest.raises(BrowserUseError) as caught:
         call(sdk(asgi_server, acme_key))
     assert caught.value.status_code == 501
-    assert caught.value.message.startswith(f"Pilothouse does not have {feature}")
+    assert caught.value.message.startswith(f"Pilothouse's v4 API does not serve {feature}")
 
 
 def test_refused_fields_are_422_named_as_v4_names_them(asgi_server, acme_key):
