@@ -124,11 +124,9 @@ def connection_back_to_the_pool(
     """Middleware, the outermost: the request's database connection goes back to the process's pool in the thread that
     used it, as the response leaves the views (db.release: only with the pool, and never inside a transaction).
 
-    Django gives it back when the request finishes. Under ASGI each request runs its views on a thread of its own; if
-    the client leaves while a view is slow, the server may kill the request's handler past its close timeout, the
-    request never finishes in Django's sense, and the thread ends with the connection still taken: lost to the pool for
-    good. A few of those and every request of the web process waits DB_POOL_TIMEOUT_SECONDS for a connection, which
-    makes views slower still and clients leave sooner (seen in the suite: a run page answering 500 after 30 s)."""
+    Django gives it back only when the request finishes, after the response has been sent: a slow client would hold a
+    connection while its bytes trickle out. Error pages, which Django renders on another thread, give theirs back
+    themselves (agent_platform.error_pages)."""
 
     def middleware(request: HttpRequest) -> HttpResponse:
         try:

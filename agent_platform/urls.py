@@ -23,3 +23,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]
+
+handler400 = "agent_platform.error_pages.bad_request"
+handler403 = "agent_platform.error_pages.permission_denied"
+handler404 = "agent_platform.error_pages.page_not_found"
+handler500 = "agent_platform.error_pages.server_error"

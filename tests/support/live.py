@@ -5,7 +5,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 from django.conf import settings
@@ -36,41 +38,49 @@ def emit(run: Run, type: str, data: dict):
         return pool.submit(in_thread).result()
 
 
-@pytest.fixture(scope="session")
-def asgi_server(django_db_setup, django_db_blocker, tmp_path_factory):
-    """Daphne serving the real ASGI application (HTTP and websockets) on the test database."""
+@contextmanager
+def daphne(tmp_path_factory, env: dict[str, str]) -> Iterator[str]:
+    """Daphne serving the real ASGI application (HTTP and websockets) in `env` (workers.worker_environment's); yields
+    its base URL."""
     port = free_port()
-    with django_db_blocker.unblock():
-        # A web process's pool as docs/scaling.md advises for one that serves live run pages: at 4, four of them open at
-        # once (each with its run and live sockets and their polls) starved it, and a run page waited 30 s for a
-        # connection (the shared-worker control tests, on PostgreSQL). Not understood yet: see docs/scaling.md.
-        env = worker_environment({"DB_POOL_MAX": WEB_POOL_MAX})
     log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
     log = open(log_path, "ab")  # noqa: SIM115  (kept open for the process's lifetime)
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_platform.asgi:application"],
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
-    # Generous: on a loaded machine Django's start-up alone can take half a minute; a server that never listens is
-    # an error here, not a connection refused in the first test that calls it.
-    deadline = time.monotonic() + 120
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"daphne exited:\n{log_path.read_text()[-3000:]}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        if time.monotonic() > deadline:
+    try:
+        # Generous: on a loaded machine Django's start-up alone can take half a minute; a server that never listens
+        # is an error here, not a connection refused in the first test that calls it.
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"daphne exited:\n{log_path.read_text()[-3000:]}")
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"daphne did not listen within 120 s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
             process.kill()
-            raise RuntimeError(f"daphne did not listen within 120 s:\n{log_path.read_text()[-3000:]}")
-        time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=20)
-    log.close()
+            process.wait()
+        log.close()
 
 
-WEB_POOL_MAX = "12"
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The suite's web server: a web process as `make run` starts one, with the default pool (DB_POOL_MAX)."""
+    with django_db_blocker.unblock():
+        env = worker_environment()
+    with daphne(tmp_path_factory, env) as url:
+        yield url
+
 
 # How long `expect(...)` waits for the page to get there. Playwright's 5 s suits a quiet laptop; CI runs both suites
 # at once on a loaded machine, where a live push and the re-render it asks for can take longer. A page that never gets
