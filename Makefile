@@ -61,11 +61,13 @@ static-checks: $(VENV)/.installed-test node_modules/.installed
 
 # The fast loop while working: the static checks, then the tests that start no worker, web server, Chromium or hosts
 # (tests/conftest.py marks a test by the fixtures it uses; `slow` ones wait on purpose), on PostgreSQL, without
-# coverage. `make test` still runs everything before a commit lands.
+# coverage, spread over the machine's cores (each pytest-xdist worker on a Redis database of its own:
+# tests/support/parallel_workers.py). `make test` still runs everything before a commit lands.
 test-fast: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 test-fast: export REDIS_URL ?= redis://127.0.0.1:6379/9
 test-fast: static-checks
-	$(BIN)/python -m pytest -q -m "not worker and not browser and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p tests.support.parallel_workers -n auto -m "not worker and not browser and not slow" \
+		$(PYTEST_ARGS)
 
 # The suite against the newest versions pyproject.toml's ranges allow, in a venv of its own without the lock, so an
 # upstream release that breaks us shows here before a user meets it. Prints which versions differ from the lock.
