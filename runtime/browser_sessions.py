@@ -25,6 +25,7 @@ from django.db import connection
 from playwright.async_api import BrowserContext, Download, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from agent_platform import db as database
 from agent_platform.netpolicy import BlockedRequest
 from browsers import services, storage
 from browsers.cdp import WebSocketClient
@@ -81,18 +82,20 @@ def run_session(self: Task, session_pk: int) -> None:
     runner = SessionRunner(session)
     # the process's one heartbeat writer says this worker still holds the browser; the reaper ends it once it stops
     heartbeats.writer().add_browser_session(session.pk)
+    # this thread waits on the session from here on: its connection goes back (the runner's thread takes one per call)
+    database.release()
     try:
         asyncio.run(runner.run())
     except Exception as error:
         log.exception("browser session %s failed", session.public_id)
-        session.refresh_from_db()
-        if session.is_live:
+        now = BrowserSession.objects.filter(pk=session.pk).first()  # None: deleted while it ran (its workspace's)
+        if now is not None and now.is_live:
             reason = (
                 BrowserSession.StopReason.BROWSER_EXITED
-                if session.started_at
+                if now.started_at
                 else BrowserSession.StopReason.START_FAILED
             )
-            services.end(session, reason, f"{type(error).__name__}: {error}")
+            services.end(now, reason, f"{type(error).__name__}: {error}")
     finally:
         heartbeats.writer().remove_browser_session(session.pk)
 
@@ -114,6 +117,15 @@ class SessionLoop:
 def close_database() -> None:
     """Close the calling thread's connection (the session's database thread calls it: `connection` is per thread)."""
     connection.close()
+
+
+def connection_given_back(function: Any, *args: Any) -> Any:
+    """`function(*args)`, then the thread's connection back to the process's pool: a session lasts minutes to hours and
+    needs the database for moments, and one whose end fails (its row deleted under it) must not keep one for good."""
+    try:
+        return function(*args)
+    finally:
+        database.release()
 
 
 class SessionRunner:
@@ -139,7 +151,7 @@ class SessionRunner:
         self._db = ThreadPoolExecutor(1, thread_name_prefix="browser-session-db")
 
     async def db(self, function: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._db, function, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._db, connection_given_back, function, *args)
 
     async def run(self) -> None:
         session = self.session
@@ -218,13 +230,15 @@ class SessionRunner:
                 if playwright is not None:
                     await playwright.stop()
             await proxy.close()
-            await self.db(self.store_downloads, [downloads, self.kept])
-            shutil.rmtree(folder, ignore_errors=True)
-            await asyncio.gather(*self.pending, return_exceptions=True)
-            if reason:
-                await self.db(services.end, session, reason, error)
-            await self.db(close_database)
-            self._db.shutdown(wait=True)
+            try:
+                await self.db(self.store_downloads, [downloads, self.kept])
+                shutil.rmtree(folder, ignore_errors=True)
+                await asyncio.gather(*self.pending, return_exceptions=True)
+                if reason:
+                    await self.db(services.end, session, reason, error)
+            finally:
+                await self.db(close_database)  # without a pool (SQLite) the thread kept its own
+                self._db.shutdown(wait=True)
 
     # --- start ---------------------------------------------------------------------------------------------
 
