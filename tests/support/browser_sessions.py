@@ -6,7 +6,7 @@ import time
 import httpx
 import pytest
 
-from tests.support.workers import WorkerProcess, worker_environment
+from tests.support.workers import shared_worker, worker_environment
 
 # The browsers queue only. A finished session's judgment is the session's `celery_worker`'s, which exports its traces:
 # a second consumer of the judge queue would take judgments other tests read the traces of.
@@ -15,20 +15,13 @@ BROWSERS_QUEUES = "browsers"
 
 @pytest.fixture(scope="session")
 def browsers_worker(request, django_db_setup, django_db_blocker, clean_broker, tmp_path_factory):
-    """A worker on the browsers queue: each session it takes is a Chromium of its own."""
+    """A worker on the browsers queue, one a session however many modules bind this fixture: each session it takes is
+    a Chromium of its own."""
     request.getfixturevalue("messages_stub_server")  # ANTHROPIC_BASE_URL must be set before the worker starts
-    with django_db_blocker.unblock():
-        env = worker_environment()
-    worker = WorkerProcess(env, tmp_path_factory.mktemp("browsers-worker") / "worker.log", queues=BROWSERS_QUEUES)
     # generous: on a loaded machine a worker's start-up alone can take a minute
-    worker.spawn()
-    try:
-        worker.wait_ready(timeout=180)
-    except RuntimeError:
-        worker.kill()  # not left consuming the queues of this Redis database with a stale environment
-        raise
-    yield worker
-    worker.stop()
+    return shared_worker(
+        request, tmp_path_factory, django_db_blocker, "browsers", BROWSERS_QUEUES, worker_environment, ready_timeout=180
+    )
 
 
 class BrowsersApi:

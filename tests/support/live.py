@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import pytest
 from django.conf import settings
@@ -73,13 +73,28 @@ def daphne(tmp_path_factory, env: dict[str, str]) -> Iterator[str]:
         log.close()
 
 
+# The session's one web server. Each test module that uses it binds the fixture under its own name
+# (`asgi_server = live.asgi_server`), which makes a fixture of its own to pytest: without this, each module would
+# start a Daphne of its own and keep it, with its pooled connections, to the session's end.
+_web_server: dict[str, str] = {}
+
+
 @pytest.fixture(scope="session")
-def asgi_server(django_db_setup, django_db_blocker, tmp_path_factory):
-    """The suite's web server: a web process as `make run` starts one, with the default pool (DB_POOL_MAX)."""
-    with django_db_blocker.unblock():
-        env = worker_environment()
-    with daphne(tmp_path_factory, env) as url:
-        yield url
+def asgi_server(request, django_db_setup, django_db_blocker, tmp_path_factory) -> str:
+    """The suite's web server: a web process as `make run` starts one, with the default pool (DB_POOL_MAX); started on
+    first use, stopped at the session's end."""
+    if "url" not in _web_server:
+        with django_db_blocker.unblock():
+            env = worker_environment()
+        running = ExitStack()
+        _web_server["url"] = running.enter_context(daphne(tmp_path_factory, env))
+
+        def stop() -> None:
+            _web_server.clear()
+            running.close()
+
+        request.addfinalizer(stop)
+    return _web_server["url"]
 
 
 # How long `expect(...)` waits for the page to get there. Playwright's 5 s suits a quiet laptop; CI runs both suites

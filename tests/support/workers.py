@@ -69,9 +69,13 @@ class WorkerProcess:
         self.launcher = launcher
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "WorkerProcess":
+    def start(self, timeout: float = 60) -> "WorkerProcess":
         self.spawn()
-        self.wait_ready()
+        try:
+            self.wait_ready(timeout)
+        except RuntimeError:
+            self.kill()  # not left consuming this Redis database's queues with a stale environment
+            raise
         return self
 
     def spawn(self) -> "WorkerProcess":
@@ -130,7 +134,13 @@ def _stop_worker(name: str) -> None:
 
 
 def shared_worker(
-    request, tmp_path_factory, django_db_blocker, name: str, queue: str, environment: Callable[[], dict]
+    request,
+    tmp_path_factory,
+    django_db_blocker,
+    name: str,
+    queue: str,
+    environment: Callable[[], dict],
+    ready_timeout: float = 60,
 ) -> WorkerProcess:
     """The session's worker called `name` on `queue`, started on first use with `environment()` (read with the
     database unblocked) and stopped at the session's end."""
@@ -138,7 +148,7 @@ def shared_worker(
         with django_db_blocker.unblock():
             env = environment()
         log_path = tmp_path_factory.mktemp(f"{name}-worker") / "worker.log"
-        _shared[name] = WorkerProcess(env, log_path, queues=queue).start()
+        _shared[name] = WorkerProcess(env, log_path, queues=queue).start(ready_timeout)
         request.addfinalizer(lambda: _stop_worker(name))
     return _shared[name]
 
