@@ -214,6 +214,17 @@
       case "recipe.healing":
         item = compact(event, "Healing from step " + d.step + ": " + d.why + " · the agent takes over");
         break;
+      case "run.input_requested":
+        item = compact(event, "Asked the operator · " + d.question + (d.secret ? " · the answer is kept secret" : ""));
+        break;
+      case "sign_in.opened":
+        item = compact(
+          event,
+          d.error
+            ? "The sign-in browser could not open " + d.url + ": " + d.error
+            : "Sign-in browser opened at " + d.url,
+        );
+        break;
       case "sign_in.state":
         item = compact(
           event,
