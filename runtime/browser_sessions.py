@@ -91,9 +91,7 @@ def run_session(self: Task, session_pk: int) -> None:
         now = BrowserSession.objects.filter(pk=session.pk).first()  # None: deleted while it ran (its workspace's)
         if now is not None and now.is_live:
             reason = (
-                BrowserSession.StopReason.BROWSER_EXITED
-                if now.started_at
-                else BrowserSession.StopReason.START_FAILED
+                BrowserSession.StopReason.BROWSER_EXITED if now.started_at else BrowserSession.StopReason.START_FAILED
             )
             services.end(now, reason, f"{type(error).__name__}: {error}")
     finally:
