@@ -1,7 +1,6 @@
 """A browser session whose worker is lost (SIGKILL: its heartbeat stops) ends failed, `worker_lost`, with a reason that
 says so; it is never taken up again by another worker, since its pages and its client's connections died with it."""
 
-import contextlib
 import os
 import signal
 from datetime import timedelta
@@ -9,11 +8,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agent_platform.celery import app
 from browsers import services
 from browsers.models import BrowserSession
+from tests.support.browser_sessions import worker_of_its_own
 from tests.support.launching import wait_for
-from tests.support.workers import WorkerProcess, worker_environment
 
 pytestmark = [pytest.mark.worker, pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
 
@@ -24,20 +22,9 @@ STALE_AFTER = timedelta(seconds=8)
 @pytest.fixture
 def doomed_worker(tmp_path, monkeypatch, clean_broker):
     """A worker of its own on a queue of its own (the sessions of this test go there), beating every 2 s."""
-    monkeypatch.setattr(
-        services,
-        "run_session",
-        app.signature("browsers.tasks.run_session", options={"ignore_result": True, "queue": QUEUE}),
-    )
-    env = worker_environment({"RUN_STALE_AFTER_SECONDS": str(int(STALE_AFTER.total_seconds()))})
-    worker = WorkerProcess(env, tmp_path / "worker.log", queues=QUEUE, concurrency=2)
-    worker.start()
-    yield worker
-    # what is left of its process group once the worker itself was killed: the Playwright driver and Chromium
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(worker.process.pid, signal.SIGKILL)
-    worker.kill()
-    worker.log.close()
+    env = {"RUN_STALE_AFTER_SECONDS": str(int(STALE_AFTER.total_seconds()))}
+    with worker_of_its_own(monkeypatch, tmp_path / "worker.log", QUEUE, env) as worker:
+        yield worker
 
 
 def test_a_session_whose_worker_is_killed_ends_failed_with_the_reason(doomed_worker, acme):

@@ -2,18 +2,13 @@
 each call (runtime.browser_sessions.connection_given_back). Two sessions run at once on a worker whose pool has one
 connection; before, the first kept that connection for its whole life and the second waited for one in vain."""
 
-import contextlib
-import os
-import signal
-
 import pytest
 from django.db import connection
 
-from agent_platform.celery import app
 from browsers import services
 from browsers.models import BrowserSession
+from tests.support.browser_sessions import worker_of_its_own
 from tests.support.launching import wait_for
-from tests.support.workers import WorkerProcess, worker_environment
 
 pytestmark = [
     pytest.mark.worker,
@@ -28,19 +23,9 @@ QUEUE = "browsers-one-connection"
 @pytest.fixture
 def one_connection_worker(tmp_path, monkeypatch, clean_broker):
     """A worker of its own on a queue of its own, with a pool of one connection that a thread waits 5 s for at most."""
-    monkeypatch.setattr(
-        services,
-        "run_session",
-        app.signature("browsers.tasks.run_session", options={"ignore_result": True, "queue": QUEUE}),
-    )
-    env = worker_environment({"DB_POOL_MAX": "1", "DB_POOL_TIMEOUT_SECONDS": "5"})
-    worker = WorkerProcess(env, tmp_path / "worker.log", queues=QUEUE, concurrency=2)
-    worker.start()
-    yield worker
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(worker.process.pid, signal.SIGKILL)
-    worker.kill()
-    worker.log.close()
+    env = {"DB_POOL_MAX": "1", "DB_POOL_TIMEOUT_SECONDS": "5"}
+    with worker_of_its_own(monkeypatch, tmp_path / "worker.log", QUEUE, env) as worker:
+        yield worker
 
 
 def running(session: BrowserSession) -> bool:

@@ -1,12 +1,19 @@
 """Browser sessions for real: the worker that runs them (queue `browsers`), the API over Daphne, and waiting for a
 session's status."""
 
+import contextlib
+import os
+import signal
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.workers import shared_worker, worker_environment
+from agent_platform.celery import app
+from browsers import services
+from tests.support.workers import WorkerProcess, shared_worker, worker_environment
 
 # The browsers queue only. A finished session's judgment is the session's `celery_worker`'s, which exports its traces:
 # a second consumer of the judge queue would take judgments other tests read the traces of.
@@ -22,6 +29,25 @@ def browsers_worker(request, django_db_setup, django_db_blocker, clean_broker, t
     return shared_worker(
         request, tmp_path_factory, django_db_blocker, "browsers", BROWSERS_QUEUES, worker_environment, ready_timeout=180
     )
+
+
+@contextlib.contextmanager
+def worker_of_its_own(monkeypatch, log_path: Path, queue: str, extra_env: dict[str, str]) -> Iterator[WorkerProcess]:
+    """A browsers worker of the test's own on a queue of its own, where the test's new sessions go; afterwards its
+    whole process group is killed (the Playwright driver and Chromium too, should the test have killed the worker)."""
+    monkeypatch.setattr(
+        services,
+        "run_session",
+        app.signature("browsers.tasks.run_session", options={"ignore_result": True, "queue": queue}),
+    )
+    worker = WorkerProcess(worker_environment(extra_env), log_path, queues=queue, concurrency=2).start()
+    try:
+        yield worker
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.process.pid, signal.SIGKILL)
+        worker.kill()
+        worker.log.close()
 
 
 class BrowsersApi:
