@@ -3,7 +3,13 @@ threads (the pool: DB_POOL_MAX in settings)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 from django.db import connection
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def pooled() -> bool:
@@ -18,3 +24,12 @@ def release() -> None:
     PostgreSQL behind PgBouncer with the pool off) the thread keeps its own connection as it always did."""
     if pooled() and connection.connection is not None and not connection.in_atomic_block:
         connection.close()
+
+
+def released_after(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """`function(*args, **kwargs)`, then this thread's connection back to the pool (`release`), whatever happened: for
+    a thread that outlives the work it does now (an executor's), where nothing else would give it back."""
+    try:
+        return function(*args, **kwargs)
+    finally:
+        release()

@@ -20,10 +20,8 @@ from . import db
 def connection_given_back(page: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @wraps(page)
     def render(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
-        try:
-            return page(request, *args, **kwargs)  # rendered here: Django's error pages are no TemplateResponse
-        finally:
-            db.release()
+        # rendered inside: Django's error pages are no TemplateResponse, so no query is left for later
+        return db.released_after(page, request, *args, **kwargs)
 
     return render
 

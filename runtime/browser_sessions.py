@@ -117,15 +117,6 @@ def close_database() -> None:
     connection.close()
 
 
-def connection_given_back(function: Any, *args: Any) -> Any:
-    """`function(*args)`, then the thread's connection back to the process's pool: a session lasts minutes to hours and
-    needs the database for moments, and one whose end fails (its row deleted under it) must not keep one for good."""
-    try:
-        return function(*args)
-    finally:
-        database.release()
-
-
 class SessionRunner:
     """One session's browser, relay and watch, on one asyncio loop; the database is reached from a thread of its own."""
 
@@ -149,7 +140,10 @@ class SessionRunner:
         self._db = ThreadPoolExecutor(1, thread_name_prefix="browser-session-db")
 
     async def db(self, function: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self._db, connection_given_back, function, *args)
+        """`function(*args)` on the session's database thread, which gives its connection back after each call: a
+        session lasts minutes to hours and needs the database for moments, and one whose end fails (its row deleted
+        under it) must not keep one for good."""
+        return await asyncio.get_running_loop().run_in_executor(self._db, database.released_after, function, *args)
 
     async def run(self) -> None:
         session = self.session

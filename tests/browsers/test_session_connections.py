@@ -1,6 +1,7 @@
 """A browser session holds no database connection while it runs: its database thread gives its connection back after
-each call (runtime.browser_sessions.connection_given_back). Two sessions run at once on a worker whose pool has one
-connection; before, the first kept that connection for its whole life and the second waited for one in vain."""
+each call (runtime.browser_sessions.SessionRunner.db, through agent_platform.db.released_after). Two sessions run at
+once on a worker whose pool has one connection; before, the first kept that connection for its whole life and the
+second waited for one in vain."""
 
 import pytest
 from django.db import connection
