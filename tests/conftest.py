@@ -118,15 +118,26 @@ def umbrella_api(umbrella_key) -> ApiClient:
     return ApiClient(umbrella_key)
 
 
+# The test process's own pool (the workers and web servers it starts keep the product's DB_POOL_MAX). This process is
+# no product process: besides the tests, threads of the Messages stub, whose scripted replies read and write through the
+# ORM, of the test sites and of Playwright take connections, and one that a thread keeps until it ends is lost to the
+# pool. With the product's 4, a few of those left the test process waiting for a connection to flush the database,
+# and every later test erred (CI, at two thirds of the PostgreSQL run; py-spy showed the flush waiting on the pool).
+TEST_PROCESS_POOL_MAX = 20
+
+
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix) -> None:
     """On SQLite the test database is a file (settings), replaced by each session; a session killed midway can leave
-    its WAL beside it, which SQLite would replay into the new database: remove those first."""
+    its WAL beside it, which SQLite would replay into the new database: remove those first. On PostgreSQL
+    this process's pool is TEST_PROCESS_POOL_MAX."""
     database = settings.DATABASES["default"]
     test_name = database.get("TEST", {}).get("NAME")
     if database["ENGINE"].endswith("sqlite3") and test_name:
         for suffix in ("-wal", "-shm", "-journal"):
             Path(f"{test_name}{suffix}").unlink(missing_ok=True)
+    if pool := database.get("OPTIONS", {}).get("pool"):
+        pool["max_size"] = TEST_PROCESS_POOL_MAX
 
 
 @pytest.fixture(scope="session")
