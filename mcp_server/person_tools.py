@@ -17,7 +17,7 @@ from runs.recipes import services as recipes
 from runs.recipes.reading import RecipeOut, recipe_out
 
 from .auth import McpRequest
-from .tools import RUN_ID, answer, as_api_json, server, structured
+from .tools import RUN_ID, act_on_run, answer, as_api_json, server, structured
 
 RECIPE_ID = Annotated[
     str,
@@ -32,12 +32,7 @@ async def pause_run(ctx: Context, run_id: RUN_ID) -> Annotated[CallToolResult, R
     """Stop the agent before its next model request (the turn in progress finishes) so a person can act in its
     browser from the run page; resume_run hands it back. A run that is not running is a conflict."""
 
-    def work(request: McpRequest) -> CallToolResult:
-        run = find_run(request.workspace, run_id)
-        human.pause(run, by=request.api_key.actor)
-        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
-
-    return await answer(ctx, work)
+    return await act_on_run(ctx, run_id, lambda request, run: human.pause(run, by=request.api_key.actor))
 
 
 @server.tool(title="Send the agent a message", annotations=ToolAnnotations(read_only_hint=False))
@@ -56,12 +51,7 @@ async def send_message(
 ) -> Annotated[CallToolResult, RunOut]:
     """Queue a message for a queued or running run's agent; a run that ended is a conflict."""
 
-    def work(request: McpRequest) -> CallToolResult:
-        run = find_run(request.workspace, run_id)
-        human.queue_message(run, text, by=request.api_key.actor)
-        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
-
-    return await answer(ctx, work)
+    return await act_on_run(ctx, run_id, lambda request, run: human.queue_message(run, text, by=request.api_key.actor))
 
 
 @server.tool(title="List a run's files", annotations=ToolAnnotations(read_only_hint=True))

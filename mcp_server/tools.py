@@ -162,6 +162,18 @@ async def answer(ctx: Context, work: Callable[[McpRequest], CallToolResult]) -> 
         return refusal(error)
 
 
+async def act_on_run(ctx: Context, run_id: str, act: Callable[[McpRequest, Run], object]) -> CallToolResult:
+    """The caller's run found, `act(request, run)` done to it in a thread, and the run returned as it is now: every
+    tool that changes a run answers alike (a refusal of `act` becomes the tool's error, as in `answer`)."""
+
+    def work(request: McpRequest) -> CallToolResult:
+        run = find_run(request.workspace, run_id)
+        act(request, run)
+        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
+
+    return await answer(ctx, work)
+
+
 def read_run(request: McpRequest, run_id: str) -> dict[str, Any]:
     """The caller's run as get_run returns it (and /api/v1/runs/{id} does)."""
     return as_api_json(RunOut, reading.run_out(find_run(request.workspace, run_id)))
@@ -419,12 +431,7 @@ async def cancel_run(ctx: Context, run_id: RUN_ID) -> Annotated[CallToolResult, 
     """Cancel a run and return it: a queued run is cancelled at once, a running one stops at its next safe point
     (its status turns cancelled shortly after), a finished run is returned as it is."""
 
-    def work(request: McpRequest) -> CallToolResult:
-        run = find_run(request.workspace, run_id)
-        request_cancel(run)
-        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
-
-    return await answer(ctx, work)
+    return await act_on_run(ctx, run_id, lambda request, run: request_cancel(run))
 
 
 @server.tool(title="Judge a finished run again", annotations=ToolAnnotations(read_only_hint=False))
@@ -444,12 +451,9 @@ async def rejudge_run(
     is in (wait_for_run does not wait for it: read it with get_run). Every judgment is kept and billed as judge
     usage."""
 
-    def work(request: McpRequest) -> CallToolResult:
-        run = find_run(request.workspace, run_id)
-        request_rejudge(run, judge_context=judge_context, requested_by=None)
-        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
-
-    return await answer(ctx, work)
+    return await act_on_run(
+        ctx, run_id, lambda request, run: request_rejudge(run, judge_context=judge_context, requested_by=None)
+    )
 
 
 @server.tool(title="Answer the agent's question", annotations=ToolAnnotations(read_only_hint=False))
@@ -502,12 +506,7 @@ async def resume_run(
     """Resume a paused run (a person took control on the run page, or POST /runs/{id}/pause) and return it; a run
     that is not paused is a conflict."""
 
-    def work(request: McpRequest) -> CallToolResult:
-        run = find_run(request.workspace, run_id)
-        human.resume(run, by=request.api_key.actor, note=note)
-        return structured(as_api_json(RunOut, run_shown(request.workspace, run)))
-
-    return await answer(ctx, work)
+    return await act_on_run(ctx, run_id, lambda request, run: human.resume(run, by=request.api_key.actor, note=note))
 
 
 @server.tool(title="List the models", annotations=ToolAnnotations(read_only_hint=True))
