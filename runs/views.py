@@ -221,7 +221,13 @@ def run_row(request: HttpRequest, run_id: str) -> HttpResponse:
     )
     response = render(request, "runs/_row.html", {"run": run})
     # The list's count as it is now, under the list's own filters (sent back in the query): the heading follows it.
-    response["X-Runs-Count"] = str(filtered_runs(workspace, request.GET)[0].count())
+    listed = filtered_runs(workspace, request.GET)[0]
+    response["X-Runs-Count"] = str(listed.count())
+    # Where the row stands in the list's order (newest first, by created_at then id): a list that adds rows live puts
+    # it there, or leaves it out when it belongs to a later page (a run that changes far down the list, or a row the
+    # page just pushed off while its refresh was on the way).
+    newer = listed.filter(Q(created_at__gt=run.created_at) | Q(created_at=run.created_at, pk__gt=run.pk))
+    response["X-Runs-Position"] = str(newer.count())
     return response
 
 

@@ -48,20 +48,27 @@
     pending[runId] = true;
     fetch(config.row_url.replace("RUN_ID", encodeURIComponent(runId)), { credentials: "same-origin" })
       .then(function (response) {
-        if (response.ok) count(response.headers.get("X-Runs-Count"));
-        return response.ok ? response.text() : null;
+        if (!response.ok) return null;
+        count(response.headers.get("X-Runs-Count"));
+        var position = Number(response.headers.get("X-Runs-Position"));
+        return response.text().then(function (html) {
+          return { html: html, position: position };
+        });
       })
-      .then(function (html) {
+      .then(function (answer) {
         delete pending[runId];
-        if (!html) return;
-        var fresh = rowFromHtml(html);
+        if (!answer) return;
+        var fresh = rowFromHtml(answer.html);
         var existing = document.getElementById("row-" + runId);
         if (existing) {
           existing.replaceWith(fresh);
-        } else if (body.dataset.prepend === "true") {
+        } else if (body.dataset.prepend === "true" && answer.position < config.page_size) {
+          // A run this page does not show yet belongs here only if the server places it within the first page: a run
+          // that changes further down the list, or a row trimmed off while its refresh was on the way, stays off.
           var empty = body.querySelector(".empty-row");
           if (empty) empty.remove();
-          body.insertBefore(fresh, body.firstElementChild);
+          var rows = body.querySelectorAll("tr[data-run-id]");
+          body.insertBefore(fresh, rows[answer.position] || null);
           trim();
         } else {
           return;

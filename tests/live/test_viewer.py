@@ -244,3 +244,30 @@ def test_runs_list_pager_follows_the_count_when_a_new_run_makes_a_second_page(as
     expect(page.locator("#runs-pages")).to_have_text("Page 2 of 2")
     page.context.close()
     connection.close()
+
+
+def test_a_run_that_changes_on_a_later_page_stays_off_the_first(asgi_server, chromium, alice, acme):
+    session = make_session(acme)
+    for index in range(PAGE_SIZE + 1):
+        make_run(acme, session=session, task=f"A run of a page and one more {index}")
+    # The one run on the second page, in the list's own order.
+    farthest = Run.objects.filter(workspace=acme).order_by("-created_at", "-id").last()
+    page = signed_in_page(chromium, asgi_server, alice)
+    frames: list[str] = []
+    page.on("websocket", lambda socket: socket.on("framereceived", lambda frame: frames.append(str(frame))))
+    page.goto(f"{asgi_server}/")
+    expect(page.locator("#runs-pages")).to_have_text("Page 1 of 2")
+    page.wait_for_function("document.querySelector('#runs-body') && window.Pilothouse")
+    wait_until_subscribed(page, frames)
+
+    with page.expect_response(lambda response: f"/{farthest.public_id}/" in response.url):
+        emit(farthest, "run.started", {"model": farthest.model, "max_turns": 30, "scripted": False})
+    # A newcomer after it: once its row is in, the far run's answer has been handled as well.
+    newcomer = make_run(acme, task="The run that comes after")
+    emit(newcomer, "run.started", {"model": newcomer.model, "max_turns": 30, "scripted": False})
+    expect(page.locator(f"#row-{newcomer.public_id}")).to_be_visible()
+    expect(page.locator(f"#row-{farthest.public_id}")).to_have_count(0)
+    expect(page.locator("#runs-body tr[data-run-id]")).to_have_count(PAGE_SIZE)
+    expect(page.locator("#runs-body tr[data-run-id]").first).to_have_attribute("data-run-id", newcomer.public_id)
+    page.context.close()
+    connection.close()
