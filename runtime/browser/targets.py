@@ -20,6 +20,11 @@ FIND_TIMEOUT_MS = 5_000
 # The first line of an element's own aria snapshot: its role, then its accessible name when it has one.
 ELEMENT_LINE = re.compile(r'^- ([a-z]+)(?: ("(?:[^"\\]|\\.)*"))?')
 ROLE_OF_ANY_LINE = re.compile(r"^(\s*)- ([a-z]+)")
+# A ref's frame part: `f3` of `f3e12`, "" of `e12`. Playwright gives the main frame a new number each time it loads
+# another document, so a page's own refs read `f3e12` after its first navigation, and only the snapshot that printed
+# them tells the main frame's number from a child frame's.
+REF_FRAME = re.compile(r"^(f\d+)?e\d+$")
+FIRST_REF = re.compile(r"\[ref=(f\d+)?e\d+\]")
 # Roles Playwright's get_by_role cannot find: an element that has only these is not a target a replay can find.
 UNFINDABLE_ROLES = frozenset({"generic", "text", "none", "presentation"})
 
@@ -56,6 +61,20 @@ def structure_of(snapshot: str) -> str:
 def structure_fingerprint(url: str, snapshot: str) -> str:
     """A short hash of a page's URL and shape (structure_of): a recipe step's checkpoint."""
     return hashlib.sha256(f"{url}\n{structure_of(snapshot)}".encode()).hexdigest()[:16]
+
+
+def ref_frame(ref: str) -> str | None:
+    """The frame part of a ref (`f3` of `f3e12`, "" of `e12`); None when it is no ref of Playwright's."""
+    match = REF_FRAME.match(ref)
+    return None if match is None else (match.group(1) or "")
+
+
+def main_frame_of(snapshot: str) -> str | None:
+    """The frame part of the main frame's refs in a whole page's snapshot: its first ref's, as the page's own root
+    element comes before any child frame's content (and an iframe element before what it holds). None when the
+    snapshot has no ref."""
+    match = FIRST_REF.search(snapshot)
+    return None if match is None else (match.group(1) or "")
 
 
 def frame_of(frame: Frame) -> dict[str, str] | None:

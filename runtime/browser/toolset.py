@@ -7,6 +7,7 @@ import asyncio
 import base64
 import contextlib
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -76,7 +77,14 @@ from runtime.browser.parsing import (
     rank_snapshot_lines,
     value_text,
 )
-from runtime.browser.targets import describe, describe_focused, locate, structure_fingerprint
+from runtime.browser.targets import (
+    describe,
+    describe_focused,
+    locate,
+    main_frame_of,
+    ref_frame,
+    structure_fingerprint,
+)
 
 READ_PAGE_MAX_CHARS = 50_000  # the tool's documented cap
 
@@ -176,6 +184,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self._tabs: dict[str, Page] = {}
         self._watches: dict[Page, NavigationWatch] = {}
         self._snapshot: tuple[Page, str, str] | None = None  # (tab, url, aria snapshot) of the turn's last read
+        # The frame part of each tab's own refs, from its last whole-page snapshot (runtime.browser.targets.main_frame_of)
+        self._main_frame_refs: weakref.WeakKeyDictionary[Page, str] = weakref.WeakKeyDictionary()
         # The snapshot the last action took of the page it left, while no other member has run since in the same
         # reply: a read_page right after it reads that one rather than a second of the same page (forget_left).
         self._left: tuple[Page, str, str] | None = None
@@ -229,6 +239,16 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     def _remember(self, page: Page, snapshot: str) -> None:
         self._snapshot = (page, page.url, snapshot)
+        self._note_main_frame(page, snapshot)
+
+    def _note_main_frame(self, page: Page, snapshot: str) -> None:
+        """After a whole-page snapshot (never one of a single element's): how the refs it gave the page's own
+        document begin."""
+        main = main_frame_of(snapshot)
+        if main is None:
+            self._main_frame_refs.pop(page, None)
+        else:
+            self._main_frame_refs[page] = main
 
     def forget_left(self) -> None:
         """A new reply of the model's: the page may have changed by itself since the last action's snapshot, so the
@@ -250,7 +270,10 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             self._target = None
             return
         ref = normalize_ref(ref)
-        self._target = await describe(page, self._locator(page, ref), in_frame=ref.startswith("f"))
+        # A ref of the page's own document is described without asking Playwright for its frame (two round trips
+        # before every action); a ref of a child frame, or of a tab no whole snapshot was taken of, asks.
+        in_frame = ref_frame(ref) not in ("", self._main_frame_refs.get(page))
+        self._target = await describe(page, self._locator(page, ref), in_frame=in_frame)
 
     async def _acted(self, member: str, page: Page) -> None:
         """After an action that succeeded: the step take_step gives, with the page it left (the active tab's)."""
@@ -614,6 +637,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             snapshot = await page.aria_snapshot(mode="ai", depth=depth)
             if depth == READ_PAGE_DEFAULT_DEPTH:
                 self._remember(page, snapshot)
+            else:
+                self._note_main_frame(page, snapshot)
         if input.filter == "interactive":
             snapshot = "\n".join(line for line in snapshot.splitlines() if line_role(line) in INTERACTIVE_ROLES)
         return bounded(snapshot, READ_PAGE_MAX_CHARS)

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from runtime.browser.targets import structure_fingerprint, structure_of
+from runtime.browser.targets import main_frame_of, ref_frame, structure_fingerprint, structure_of
 from tests.support import browsers
 from tests.support.replies import ref_of
 
@@ -60,6 +60,30 @@ def test_a_fields_value_and_a_frames_button_are_found_again(host, toolset):
     assert clicked["target"]["frame"]["name"] == "inner"
     assert (clicked["target"]["role"], clicked["target"]["name"], clicked["target"]["nth"]) == ("button", "In frame", 0)
     assert filled["fingerprint"] == clicked["fingerprint"], "a value typed and a name changed leave the shape as it was"
+
+
+def test_after_a_second_document_the_pages_own_refs_carry_a_frame_number_and_stay_the_pages(host, toolset, site):
+    # Playwright numbers the main frame anew on each document after the first: its refs read `f2e3` from here on,
+    # like a child frame's, and only the snapshot tells them apart.
+    browsers.call(host, toolset, "navigate", url=f"{site}/recipe_targets.html?again")
+    snapshot = snapshot_of(host, toolset)
+    more = re.findall(r'button "More" \[ref=(\w+)\]', snapshot)[0]
+    in_frame = ref_of(snapshot, "button", "In frame")
+    assert more.startswith("f") and in_frame.startswith("f") and ref_frame(more) != ref_frame(in_frame)
+    assert main_frame_of(snapshot) == ref_frame(more)
+
+    browsers.call(host, toolset, "left_click", target={"type": "ref", "ref": more})
+    assert toolset.take_step()["target"] == {"role": "button", "name": "More", "nth": 0, "frame": None}
+    browsers.call(host, toolset, "left_click", target={"type": "ref", "ref": in_frame})
+    assert toolset.take_step()["target"]["frame"]["name"] == "inner"
+
+
+def test_a_refs_frame_part_and_the_main_frames_from_a_snapshot():
+    assert (ref_frame("e12"), ref_frame("f3e12"), ref_frame("button")) == ("", "f3", None)
+    page = '- generic [active] [ref=f4e1]:\n  - button "Go" [ref=f4e2]\n  - iframe [ref=f4e3]:\n    - button [ref=f5e1]'
+    assert main_frame_of(page) == "f4"
+    assert main_frame_of('- generic [ref=e1]:\n  - iframe [ref=e2]:\n    - button "In" [ref=f1e1]') == ""
+    assert main_frame_of("- heading \"No refs\" [level=1]") is None
 
 
 def test_a_click_on_a_point_has_no_target_and_a_missing_element_is_said_so(host, toolset):
