@@ -27,6 +27,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "+ --renderer-process-limit=1": {"args": ["--renderer-process-limit=1"]},
     "+ site-per-process off": {"args": ["--disable-site-isolation-trials", "--disable-features=site-per-process"]},
     "+ V8 lite mode (--js-flags=--lite-mode)": {"args": ["--js-flags=--lite-mode"]},
+    "+ V8 optimize for size": {"args": ["--js-flags=--optimize-for-size"]},
+    "+ low-end device mode": {"args": ["--enable-low-end-device-mode"]},
+    "+ low-end device mode and V8 lite mode": {"args": ["--enable-low-end-device-mode", "--js-flags=--lite-mode"]},
+    "+ no back-forward cache": {"args": ["--disable-features=BackForwardCache"]},
     "block images, media and fonts per run": {"block": True},
     "tabs the run left stay open": {"keep_tabs": True},
 }
