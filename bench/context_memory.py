@@ -33,6 +33,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "+ no back-forward cache": {"args": ["--disable-features=BackForwardCache"]},
     "block images, media and fonts per run": {"block": True},
     "tabs the run left stay open": {"keep_tabs": True},
+    "critical memory pressure signalled to each page": {"pressure": True},
 }
 PAGES = ("product_listing.html", "news_article.html", "search_results.html")
 BLOCKED_TYPES = {"image", "media", "font"}
@@ -51,7 +52,7 @@ def chromium_pss_kib() -> int:
     return total
 
 
-async def open_context(browser: Any, site: str, *, block: bool, keep_tabs: bool) -> Any:
+async def open_context(browser: Any, site: str, *, block: bool, keep_tabs: bool, pressure: bool) -> Any:
     context = await browser.new_context(viewport={"width": 1280, "height": 800}, device_scale_factor=1)
     if block:
 
@@ -72,6 +73,12 @@ async def open_context(browser: Any, site: str, *, block: bool, keep_tabs: bool)
     if not keep_tabs:
         for page in pages[:-1]:
             await page.close()
+    if pressure:
+        # what Chromium does on a low-memory signal: caches purged, a full garbage collection, free pages returned
+        for page in context.pages:
+            session = await context.new_cdp_session(page)
+            await session.send("Memory.simulatePressureNotification", {"level": "critical"})
+            await session.detach()
     return context
 
 
@@ -83,7 +90,7 @@ async def measure(executable: str, base_args: list[str], site: str, variant: dic
             executable_path=executable, headless=True, args=[*base_args, *variant.get("args", [])]
         )
         try:
-            options = {"block": variant.get("block", False), "keep_tabs": variant.get("keep_tabs", False)}
+            options = {key: variant.get(key, False) for key in ("block", "keep_tabs", "pressure")}
             opened = [await open_context(browser, site, **options)]
             await asyncio.sleep(1.0)  # let the processes settle before sampling
             base = chromium_pss_kib()
@@ -100,6 +107,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--contexts", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument(
+        "--only", action="append", help="variants whose name contains this (repeatable); the first is the baseline"
+    )
     args = parser.parse_args()
 
     from _common import serve
@@ -116,9 +126,14 @@ def main() -> None:
     rows = []
     started = time.perf_counter()
     with serve(fixtures) as site:
-        results: dict[str, list[float]] = {name: [] for name in VARIANTS}
+        chosen = {
+            name: variant
+            for name, variant in VARIANTS.items()
+            if not args.only or name == next(iter(VARIANTS)) or any(part in name for part in args.only)
+        }
+        results: dict[str, list[float]] = {name: [] for name in chosen}
         for _ in range(args.repeats):  # variants interleaved, so drift in the machine's load spreads over all
-            for name, variant in VARIANTS.items():
+            for name, variant in chosen.items():
                 executable = settings.BROWSER_EXECUTABLE
                 added = asyncio.run(measure(executable, list(CHROMIUM_ARGS), site, variant, args.contexts))
                 results[name].append(added)
