@@ -204,10 +204,10 @@ class Driver:
 
         connection.ensure_connection()
 
-    def live_view_image(self, run: Run) -> Callable[[], str | None]:
+    def live_view_image(self, run: Run) -> Callable[[], Callable[[], str | None]]:
         from runs.screenshots import save_screenshot
 
-        return lambda: save_screenshot(run.public_id, self.live_view, "jpg")
+        return lambda: lambda: save_screenshot(run.public_id, self.live_view, "jpg")
 
     def install_timers(self) -> None:
         """Time record_turn and note each push's hand-off, in this process only (the runtime has no timing code)."""

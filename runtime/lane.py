@@ -35,6 +35,10 @@ class Lane:
     def __init__(self, name: str, capacity: int = LANE_CAPACITY) -> None:
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=capacity)
         self._failure: BaseException | None = None
+        # jobs handed to the lane and jobs it has finished (run, or skipped after a failure), for wait_for
+        self._submitted = 0
+        self._finished = 0
+        self._progress = threading.Condition()
         self._thread = threading.Thread(target=self._work, name=f"lane-{name}", daemon=True)
         self._thread.start()
 
@@ -42,7 +46,22 @@ class Lane:
         """Queue a job (waiting while the lane is full)."""
         self._raise_failure()
         db.release()  # the lane's thread may need a connection of the pool before this one can go on
+        with self._progress:
+            self._submitted += 1
         self._queue.put(job)
+
+    @property
+    def submitted(self) -> int:
+        """How many jobs have been handed to the lane so far: a mark for wait_for."""
+        return self._submitted
+
+    def wait_for(self, mark: int) -> None:
+        """Wait until the first `mark` jobs handed to the lane have run (later ones may still be running); raise
+        LaneFailed if one failed."""
+        db.release()
+        with self._progress:
+            self._progress.wait_for(lambda: self._finished >= mark)
+        self._raise_failure()
 
     def flush(self) -> None:
         """Wait until every job handed so far has run; raise LaneFailed if one failed."""
@@ -76,6 +95,10 @@ class Lane:
                     self._failure = error
                 finally:
                     db.release()  # between jobs the lane waits on the loop: its connection goes back to the pool
+                    if job is not _STOP:
+                        with self._progress:
+                            self._finished += 1
+                            self._progress.notify_all()
                     self._queue.task_done()
         finally:
             connection.close()

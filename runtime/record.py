@@ -51,7 +51,7 @@ class TurnRecord:
         *,
         handovers: int,
         signals: Callable[[], dict[str, Any]],
-        live_view_image: Callable[[], str | None],
+        live_view_image: Callable[[], Callable[[], str | None]],
         browser_state: Callable[[], dict[str, Any] | None],
     ) -> None:
         self.run = run
@@ -65,7 +65,9 @@ class TurnRecord:
         self.events: list[tuple[str, dict[str, Any], datetime]] = []
         # the tool_result event data the turn's live-view image belongs to
         self.live_view_for: dict[str, Any] | None = None
-        self.acting = False  # the current reply's first browser action has run: the lane was flushed for it
+        self.acting = False  # the current reply's first browser action has run: the lane had caught up for it
+        # the lane's mark before the last turn's record: every job up to it is written before the next action
+        self.earlier_turns = 0
         self.written_signals: dict[str, Any] | None = None  # none yet: the first turn's record carries them
 
     def event(self, type: str, data: dict[str, Any]) -> None:
@@ -83,6 +85,7 @@ class TurnRecord:
 
         Written only while the run is this worker's: in the same transaction the run's heartbeat is written under the
         handovers it was claimed with, and a run handed over since refuses the whole record (NotThisWorkers)."""
+        self.earlier_turns = self.lane.submitted
         answered, compactions, events, current = self.answered, self.compactions, self.events, self.signals()
         signals = current if current != self.written_signals else None
         live_view_for, self.live_view_for = self.live_view_for, None
@@ -91,16 +94,13 @@ class TurnRecord:
             return
         if signals is not None:
             self.written_signals = signals
-        run, handovers, live_view_image, browser_state = (
-            self.run,
-            self.handovers,
-            self.live_view_image,
-            self.browser_state,
-        )
+        run, handovers, browser_state = self.run, self.handovers, self.browser_state
+        # the image begun for this turn, taken now: the lane may save it after the next turn has begun its own
+        save_image = self.live_view_image() if live_view_for is not None else None
 
         def write() -> None:
-            if live_view_for is not None:
-                live_view_for["screenshot_url"] = live_view_image()
+            if live_view_for is not None and save_image is not None:
+                live_view_for["screenshot_url"] = save_image()
             with transaction.atomic():
                 if not lifecycle.heartbeat(run, handovers):
                     raise NotThisWorkers(f"run {run.public_id} was handed over to another worker")
@@ -116,11 +116,12 @@ class TurnRecord:
         self.lane.submit(job)
 
     def before_acting(self) -> None:
-        """Before a reply's first browser action: every earlier turn is committed, and its live-view image taken
-        (of the page as that turn left it)."""
+        """Before a reply's first browser action: every turn before the last one is committed. The last one's record
+        is written while this reply acts (its live-view image and storage state were read from the browser before
+        the action: RunBrowser.reads_done), so a worker lost mid-action leaves at most that turn to do again."""
         if not self.acting:
             self.acting = True
-            self.lane.flush()
+            self.lane.wait_for(self.earlier_turns)
 
     def flush(self) -> None:
         self.lane.flush()

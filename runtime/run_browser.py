@@ -374,23 +374,29 @@ class RunBrowser:
 
     def begin_live_view_image(self) -> None:
         """Start taking the viewport image of the page as the last step left it, for people watching, at once on the
-        host's loop: the lane saves it (live_view_image) while the run goes on, and the next step waits for it."""
+        host's loop: the lane saves it (live_view_image) while the run goes on, and the next step waits for it to be
+        taken (reads_done)."""
         self._image = self.started(self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY))
 
-    def live_view_image(self) -> str | None:
-        """On the lane: the image begun by begin_live_view_image (or one taken now), saved; its URL, or None."""
+    def live_view_image(self) -> Callable[[], str | None]:
+        """The image begun by begin_live_view_image, taken from the browser's side now, and the lane's job that saves
+        it: its URL, or None. Without one begun, the job takes one then."""
         future, self._image = self._image, None
-        try:
-            if future is None:
-                image, extension = self.call(
-                    self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY), doing="give the live-view image"
-                )
-            else:
-                image, extension = self.result_of(future, "give the live-view image")
-        except Exception as error:  # the live view goes without this frame; the run meets a dead browser itself
-            log.info("run %s: no live-view image: %s", self.run.public_id, first_line(error))
-            return None
-        return save_screenshot(self.run.public_id, image, extension)
+
+        def save() -> str | None:
+            try:
+                if future is None:
+                    image, extension = self.call(
+                        self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY), doing="give the live-view image"
+                    )
+                else:
+                    image, extension = self.result_of(future, "give the live-view image")
+            except Exception as error:  # the live view goes without this frame; the run meets a dead browser itself
+                log.info("run %s: no live-view image: %s", self.run.public_id, first_line(error))
+                return None
+            return save_screenshot(self.run.public_id, image, extension)
+
+        return save
 
     def started(self, step: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """`step` started on the host's loop, not waited for (a closed host fails the future at once)."""

@@ -245,7 +245,7 @@ def test_a_worker_told_to_stop_hands_its_run_over_within_the_drain_time(
 
 def test_a_worker_that_was_taken_for_lost_cannot_write_over_the_one_that_continued(acme):
     run = make_run(acme, status=Run.Status.RUNNING, worker="celery@slow")
-    slow = TurnRecord(run, handovers=0, signals=dict, live_view_image=lambda: None, browser_state=lambda: None)
+    slow = TurnRecord(run, handovers=0, signals=dict, live_view_image=lambda: lambda: None, browser_state=lambda: None)
     try:
         assert handover.hand_over(run, handovers=0, cause=handover.WORKER_LOST, worker="celery@slow")
         slow.event("agent.message", {"text": "late", "turn": 3, "source": "text"})

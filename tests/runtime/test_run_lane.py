@@ -56,6 +56,25 @@ def test_flush_waits_for_a_slow_job_and_close_runs_what_is_queued() -> None:
     assert len(finished_at) == 2 and finished_at[0] <= flushed_at
 
 
+def test_wait_for_a_mark_returns_once_the_jobs_before_it_ran_while_a_later_one_still_runs() -> None:
+    lane = Lane("test-mark")
+    ran: list[str] = []
+    release = threading.Event()
+    try:
+        lane.submit(lambda: ran.append("earlier turn"))
+        mark = lane.submitted
+        lane.submit(lambda: (release.wait(10), ran.append("last turn")))
+
+        lane.wait_for(mark)  # returns while the last turn's job is still waiting
+        assert ran == ["earlier turn"] and mark == 1 and lane.submitted == 2
+        release.set()
+        lane.wait_for(lane.submitted)
+        assert ran == ["earlier turn", "last turn"]
+    finally:
+        release.set()
+        lane.close()
+
+
 def test_a_failed_job_stops_the_lane_and_the_loop_learns_of_it_at_its_next_hand_off() -> None:
     lane = Lane("test-failure")
     ran: list[str] = []
@@ -65,6 +84,8 @@ def test_a_failed_job_stops_the_lane_and_the_loop_learns_of_it_at_its_next_hand_
 
     lane.submit(broken)
     lane.submit(lambda: ran.append("after the failure"))
+    with pytest.raises(LaneFailed, match="the database went away"):
+        lane.wait_for(lane.submitted)  # a job skipped after the failure counts as done: no waiting for ever
     with pytest.raises(LaneFailed, match="the database went away"):
         lane.flush()
     with pytest.raises(LaneFailed):
