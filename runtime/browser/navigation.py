@@ -90,6 +90,11 @@ class NavigationWatch:
         self._main_frame_id = tree["frameTree"]["frame"]["id"]
         self._session = session
 
+    async def session(self) -> CDPSession | None:
+        """The tab's own CDP session (opened once by attach), or None where the tab has none."""
+        await self.attach()
+        return self._session
+
     def _pulse(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()

@@ -7,6 +7,7 @@ import asyncio
 import base64
 import contextlib
 import inspect
+import logging
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -85,6 +86,8 @@ from runtime.browser.targets import (
     ref_frame,
     structure_fingerprint,
 )
+
+log = logging.getLogger(__name__)
 
 READ_PAGE_MAX_CHARS = 50_000  # the tool's documented cap
 
@@ -374,8 +377,25 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         at `jpeg_quality` (smaller, and quicker to encode than a PNG), or a PNG when it is 0."""
         page = await self._page(None, member=False)
         if jpeg_quality:
-            return await page.screenshot(type="jpeg", quality=jpeg_quality, timeout=ACTION_TIMEOUT_MS), "jpg"
+            return await self._viewport_jpeg(page, jpeg_quality), "jpg"
         return await page.screenshot(type="png", timeout=ACTION_TIMEOUT_MS), "png"
+
+    async def _viewport_jpeg(self, page: Page, quality: int) -> bytes:
+        """The viewport as Chromium composited it, through the tab's own CDP session: about half the time of
+        Playwright's screenshot, which first hides the caret and waits for fonts (an image for people watching needs
+        neither), and it leaves no action in the run's trace. Playwright's screenshot where the session cannot."""
+        watch = self._watches.get(page)
+        session = await watch.session() if watch is not None else None
+        if session is not None:
+            try:
+                shot = await asyncio.wait_for(
+                    session.send("Page.captureScreenshot", {"format": "jpeg", "quality": quality}),
+                    ACTION_TIMEOUT_MS / 1000,
+                )
+                return base64.b64decode(shot["data"])
+            except (PlaywrightError, TimeoutError, KeyError, ValueError):
+                log.info("live-view image through Playwright: the tab's CDP session could not capture", exc_info=True)
+        return await page.screenshot(type="jpeg", quality=quality, timeout=ACTION_TIMEOUT_MS)
 
     async def storage_state(self) -> dict[str, Any]:
         """Cookies, localStorage and IndexedDB of the context, for a follow-up run or a profile to continue from."""

@@ -616,17 +616,31 @@ def test_urls_and_refs_are_normalized_like_the_tool_describes() -> None:
     ]
 
 
+def jpeg_size(jpeg: bytes) -> tuple[int, int]:
+    """Width and height from a baseline or progressive JPEG's start-of-frame segment."""
+    position = 2
+    while position < len(jpeg):
+        marker, (length,) = jpeg[position + 1], struct.unpack(">H", jpeg[position + 2 : position + 4])
+        if marker in (0xC0, 0xC1, 0xC2):
+            height, width = struct.unpack(">HH", jpeg[position + 5 : position + 9])
+            return width, height
+        position += 2 + length
+    raise AssertionError("no start-of-frame segment")
+
+
 def test_the_live_view_image_is_a_jpeg_at_the_set_quality_or_a_png(
     host: BrowserHost, toolset: PlaywrightBrowserToolset, site: str
 ) -> None:
     call(host, toolset, "navigate", url=f"{site}/long.html")
 
     jpeg, jpeg_extension = host.run(toolset.viewport_image(jpeg_quality=70))
+    low, _ = host.run(toolset.viewport_image(jpeg_quality=10))
     png, png_extension = host.run(toolset.viewport_image())
 
     assert (jpeg_extension, png_extension) == ("jpg", "png")
     assert jpeg.startswith(b"\xff\xd8\xff") and png.startswith(b"\x89PNG")
-    assert png_pixels(png)[:2] == (1280, 800)
+    assert jpeg_size(jpeg) == jpeg_size(low) == png_pixels(png)[:2] == (1280, 800)  # the viewport, not the page
+    assert len(low) < len(jpeg), "the quality is the one asked for"
 
 
 def test_file_upload_is_enabled_only_with_an_upload_directory_and_confined_to_it(
