@@ -114,7 +114,8 @@ class RunBrowser:
         self.final_view: dict[str, Any] | None = None
         self.final_view_fresh = False
         # Reads begun on the host's loop after a step, collected on the run's lane.
-        self._image: concurrent.futures.Future[tuple[bytes, str]] | None = None
+        self._image: concurrent.futures.Future[tuple[bytes, str]] | None = None  # until the lane's job takes it
+        self._image_capture: concurrent.futures.Future[tuple[bytes, str]] | None = None  # until the next step
         self._state_read: concurrent.futures.Future[dict[str, Any]] | None = None
 
     @property
@@ -376,7 +377,7 @@ class RunBrowser:
         """Start taking the viewport image of the page as the last step left it, for people watching, at once on the
         host's loop: the lane saves it (live_view_image) while the run goes on, and the next step waits for it to be
         taken (reads_done)."""
-        self._image = self.started(self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY))
+        self._image = self._image_capture = self.started(self.toolset.viewport_image(settings.LIVE_VIEW_JPEG_QUALITY))
 
     def live_view_image(self) -> Callable[[], str | None]:
         """The image begun by begin_live_view_image, taken from the browser's side now, and the lane's job that saves
@@ -420,9 +421,9 @@ class RunBrowser:
         """Before a step: the reads begun after the last one (the live-view image, the storage state) are over, so
         each saw the page that step left."""
         pending: list[concurrent.futures.Future[Any]] = [
-            future for future in (self._image, self._state_read) if future is not None
+            future for future in (self._image_capture, self._state_read) if future is not None
         ]
-        self._state_read = None
+        self._image_capture = self._state_read = None
         if pending:
             concurrent.futures.wait(pending, timeout=BROWSER_SETUP_TIMEOUT_SECONDS)
 
