@@ -83,7 +83,7 @@ def test_a_refs_frame_part_and_the_main_frames_from_a_snapshot():
     page = '- generic [active] [ref=f4e1]:\n  - button "Go" [ref=f4e2]\n  - iframe [ref=f4e3]:\n    - button [ref=f5e1]'
     assert main_frame_of(page) == "f4"
     assert main_frame_of('- generic [ref=e1]:\n  - iframe [ref=e2]:\n    - button "In" [ref=f1e1]') == ""
-    assert main_frame_of("- heading \"No refs\" [level=1]") is None
+    assert main_frame_of('- heading "No refs" [level=1]') is None
 
 
 def test_a_click_on_a_point_has_no_target_and_a_missing_element_is_said_so(host, toolset):
