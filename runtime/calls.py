@@ -12,9 +12,12 @@ from agent_platform.lib.text import bounded, content_text
 from runs.schema import data_problems
 
 from . import prompts
+from .notices import READ_ONLY_MEMBERS
 
 BROWSER_TOOLSET = "browser"
 EVENT_TEXT_MAX_CHARS = 20_000
+# Members that read the page without changing it and without giving an image of it
+READS_WITHOUT_IMAGE = READ_ONLY_MEMBERS - {"screenshot", "zoom"}
 
 
 @dataclass
@@ -36,6 +39,7 @@ class ReplyCalls:
     done_called: bool = False
     acted: bool = False  # an action that can change the page succeeded
     halted: bool = False  # the last browser action failed: the reply's later ones do not run
+    image_begun: bool = False  # the turn's live-view image was begun after its last action (only reads followed)
 
     def showed_page(self) -> bool:
         """Whether a result already shows the page (a screenshot), so the turn needs no live-view image."""
@@ -50,6 +54,11 @@ def is_done(use: BetaToolUseBlock) -> bool:
 
 def is_browser(use: BetaToolUseBlock) -> bool:
     return use.toolset_name == BROWSER_TOOLSET
+
+
+def only_reads(uses: list[BetaToolUseBlock]) -> bool:
+    """Whether these calls (the rest of a reply) only read the page: no action, no image of it, no other tool."""
+    return all(is_browser(use) and use.name in READS_WITHOUT_IMAGE for use in uses)
 
 
 def text_block(text: str) -> dict[str, Any]:

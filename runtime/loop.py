@@ -35,6 +35,7 @@ from .calls import (
     check_done,
     is_browser,
     is_done,
+    only_reads,
     result_block,
     text_block,
     tool_result_event,
@@ -571,7 +572,7 @@ class AgentLoop:
         """Run the reply's tool calls in order, each as the phase allows; a reply that ran an action is an action
         turn."""
         calls = ReplyCalls()
-        for use in uses:
+        for index, use in enumerate(uses):
             self.emit_tool_use(use)
             with telemetry.tool_call(use.name, use.id, use.toolset_name) as traced:
                 screenshot_url = None
@@ -591,6 +592,7 @@ class AgentLoop:
                 elif is_browser(use):
                     refused = calls.halted
                     block, screenshot_url = self.run_browser_call(use, calls)
+                    self.begin_image_once_settled(use, calls, uses[index + 1 :])
                 elif use.name == asking.HUMAN_TOOL and not use.toolset_name:
                     refused = False
                     block = self.ask_human(use)
@@ -624,6 +626,20 @@ class AgentLoop:
         self.state.verdict.call_answered(is_error=calls.halted)
         return block, screenshot_url
 
+    def begin_image_once_settled(self, use: BetaToolUseBlock, calls: ReplyCalls, rest: list[BetaToolUseBlock]) -> None:
+        """After a reply's last action, when only reads of the page follow it (read_page after a click, the common
+        reply) or nothing does: the live-view image is begun now, while the reads and the turn's notices run, not
+        after the turn's results. The page is the one the turn leaves either way."""
+        if (
+            calls.acted
+            and not calls.halted
+            and use.name not in notices.READ_ONLY_MEMBERS
+            and only_reads(rest)
+            and not calls.showed_page()
+        ):
+            self.browser.begin_live_view_image()
+            calls.image_begun = True
+
     def add_turn_notices(self, calls: ReplyCalls) -> list[str]:
         """The turn's notices (runtime.notices), added to its last result; a reply whose done was accepted gets
         none."""
@@ -650,7 +666,8 @@ class AgentLoop:
             last = index == len(calls.results) - 1
             data = self.emit_tool_result(result.use, result.block, lines if last else [], result.screenshot_url)
             if last and wants_live_view:
-                self.browser.begin_live_view_image()
+                if not calls.image_begun:
+                    self.browser.begin_live_view_image()
                 self.record.live_view_for = data
 
     def decide_next(self, calls: ReplyCalls, replied_in: Phase) -> Ending | None:

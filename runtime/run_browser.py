@@ -35,6 +35,7 @@ from runtime.browser.upstream import UpstreamDialer
 from . import browser_call, files, profile_state, reference_checks
 from .browser_call import BrowserCrashed, crashed_if_gone
 from .calls import add_notices, error_text
+from .notices import READ_ONLY_MEMBERS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -288,7 +289,9 @@ class RunBrowser:
         and the downloads reported, a failure with the browser gone raised as BrowserCrashed, and what a call that
         worked acted on and the page it left as an `agent.target` event (a recipe is made from those: runs.recipes).
         `new_reply`: the first browser call of a model reply (time may have passed since the last one)."""
-        self.reads_done()
+        if use.name not in READ_ONLY_MEMBERS:
+            # a read leaves the page as it is, so it may run beside the reads of the page the last action left
+            self.reads_done()
         toolset = self.toolset
         if new_reply:
             toolset.forget_left()
