@@ -84,19 +84,21 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: floa
 
 
 def ensure_browser(env: dict) -> None:
-    """Runs need Chromium: use the configured one, Playwright's, or Debian's; else try Playwright's download."""
-    configured = env.get("BROWSER_EXECUTABLE")
-    cache = Path(env.get("PLAYWRIGHT_BROWSERS_PATH", Path.home() / ".cache" / "ms-playwright"))
-    candidates = (
-        [configured] if configured else [*map(str, cache.glob("chromium-*/chrome-linux*/chrome")), "/usr/bin/chromium"]
-    )
-    if any(Path(candidate).exists() for candidate in candidates):
+    """Runs need Chromium: the one the settings choose (BROWSER_EXECUTABLE, else the lightest installed); when there
+    is none, try Playwright's download."""
+    chosen = subprocess.run(
+        [PYTHON, "-c", "from django.conf import settings; print(settings.BROWSER_EXECUTABLE)"],
+        cwd=REPO, env={**env, "DJANGO_SETTINGS_MODULE": "agent_platform.settings"}, capture_output=True, text=True,
+        check=True,
+    ).stdout.strip()  # fmt: skip
+    if Path(chosen).exists():
+        say(f"browser: {chosen}")
         return
     say("no Chromium found; trying `playwright install chromium`")
     result = subprocess.run([PYTHON, "-m", "playwright", "install", "chromium"], cwd=REPO, env=env, check=False)
     if result.returncode != 0:
-        say("WARNING: no Chromium: runs will fail with browser_error. Install one (apt-get install chromium) "
-            "or set BROWSER_EXECUTABLE.")  # fmt: skip
+        say("WARNING: no Chromium: runs will fail with browser_error. Install one (apt-get install "
+            "chromium-headless-shell) or set BROWSER_EXECUTABLE.")  # fmt: skip
 
 
 class Supervisor:

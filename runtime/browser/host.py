@@ -38,6 +38,9 @@ CHROMIUM_ARGS = (
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # A frame of another site gets a renderer of its own. The full browser isolates sites by default; its headless
+    # shell, which the settings prefer for its memory, does not unless told (tests/browser/test_isolation.py).
+    "--site-per-process",
     # Chromium's own calls home (autofill field types) would go through the egress proxy and be refused as noise
     "--disable-features=AutofillServerCommunication",
 )

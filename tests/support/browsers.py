@@ -1,18 +1,18 @@
 """Real Chromium in the test process: the executable, a browser host shared by one test module, a toolset on it and
 one member call through the SDK pipeline."""
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from anthropic.tools.browser import BetaToolsetCallContext
+from django.conf import settings
 
 from runtime.browser.host import BrowserHost
 from runtime.browser.network_guard import NetworkGuard
 from runtime.browser.toolset import PlaywrightBrowserToolset
 
-CHROMIUM = os.environ.get("BROWSER_EXECUTABLE", "/usr/bin/chromium")
+CHROMIUM = settings.BROWSER_EXECUTABLE  # the runs' own Chromium (the headless shell when it is installed)
 
 
 @pytest.fixture(scope="module")
