@@ -7,6 +7,7 @@ describe it ("the button 'Send message'"), or finds nothing and says so."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -84,28 +85,53 @@ def frame_of(frame: Frame) -> dict[str, str] | None:
     return {"name": frame.name, "url": frame.url}
 
 
-async def describe(page: Page, locator: Locator, *, in_frame: bool = False) -> dict[str, Any] | None:
+def printed_as(snapshot: str, ref: str) -> tuple[str, str] | None:
+    """(role, name) of the element a whole page's snapshot printed with `ref`, as element_line reads them; None
+    when the snapshot has no such ref."""
+    at = snapshot.find(f"[ref={ref}]")
+    if at < 0:
+        return None
+    return element_line(snapshot[snapshot.rfind("\n", 0, at) + 1 : at].strip())
+
+
+async def describe(
+    page: Page, locator: Locator, *, in_frame: bool = False, printed: tuple[str, str] | None = None
+) -> dict[str, Any] | None:
     """What `locator` (an aria ref, as the agent named it) points to now: {role, name, nth, frame}, or None when it
     is no element a role locator finds again (no role, or the accessible names disagree). `in_frame`: the ref is a
-    child frame's (`f1e3`); a page's own refs (`e3`) are in its main frame.
+    child frame's (`f1e3`); a page's own refs (`e3`) are in its main frame. `printed`: the role and name the page's
+    last whole snapshot printed for a page's own ref (printed_as).
 
-    Its cost is on every action of every run, so the common case takes two round trips: the element's own snapshot,
-    and how many elements have its role and name; only when there are several is the element's index among them
-    looked up."""
+    Its cost is on every action of every run. With `printed`, one round trip asks two things at once: whether the
+    element still has that role and name, and how many elements have them. Without, the element's own snapshot says
+    what it is, then the count is asked. Only when several elements share the role and name is the element's index
+    among them looked up."""
     try:
-        described = element_line(await locator.aria_snapshot(mode="ai", depth=1, timeout=FIND_TIMEOUT_MS))
-        if described is None or described[0] in UNFINDABLE_ROLES:
-            return None
-        role, name = described
         handle = None
-        frame: Frame | None = page.main_frame
-        if in_frame:
-            handle = await locator.element_handle(timeout=FIND_TIMEOUT_MS)
-            frame = await handle.owner_frame()
-        if frame is None:
-            return None
-        found = by_role(frame, role, name)
-        count = await found.count()
+        frame: Frame = page.main_frame
+        if printed is not None and not in_frame:
+            role, name = printed
+            if role in UNFINDABLE_ROLES:
+                return None
+            found = by_role(frame, role, name)
+            still, count = await asyncio.gather(found.and_(locator).count(), found.count())
+            if still != 1:
+                # The page renamed (or hid) it since the snapshot. Its own snapshot would tell what it is now, but
+                # would also give it a new ref, and the action on the agent's ref would then find nothing.
+                return None
+        else:
+            described = element_line(await locator.aria_snapshot(mode="ai", depth=1, timeout=FIND_TIMEOUT_MS))
+            if described is None or described[0] in UNFINDABLE_ROLES:
+                return None
+            role, name = described
+            if in_frame:
+                handle = await locator.element_handle(timeout=FIND_TIMEOUT_MS)
+                owner = await handle.owner_frame()
+                if owner is None:
+                    return None
+                frame = owner
+            found = by_role(frame, role, name)
+            count = await found.count()
         nth: Any = 0
         if count == 0:
             return None

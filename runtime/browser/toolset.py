@@ -83,6 +83,7 @@ from runtime.browser.targets import (
     describe_focused,
     locate,
     main_frame_of,
+    printed_as,
     ref_frame,
     structure_fingerprint,
 )
@@ -189,9 +190,14 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self._snapshot: tuple[Page, str, str] | None = None  # (tab, url, aria snapshot) of the turn's last read
         # The frame part of each tab's own refs, from its last whole-page snapshot (runtime.browser.targets.main_frame_of)
         self._main_frame_refs: weakref.WeakKeyDictionary[Page, str] = weakref.WeakKeyDictionary()
+        # Each tab's last whole-page snapshot: what it printed for a ref is what an action's target is first taken for
+        self._printed: weakref.WeakKeyDictionary[Page, str] = weakref.WeakKeyDictionary()
         # The snapshot the last action took of the page it left, while no other member has run since in the same
         # reply: a read_page right after it reads that one rather than a second of the same page (forget_left).
         self._left: tuple[Page, str, str] | None = None
+        # Each tab's title as read since the last member that acts, in this reply, with the URL it was read at: the
+        # state after an action and after the read_page that follows it cost no round trip of their own (_title).
+        self._titles: dict[Page, tuple[str, str]] = {}
         # What the last acting member acted on and where it left the page (take_step), for a recipe made later
         self._target: dict[str, Any] | None = None
         self._step: dict[str, Any] | None = None
@@ -246,8 +252,9 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     def _note_main_frame(self, page: Page, snapshot: str) -> None:
         """After a whole-page snapshot (never one of a single element's): how the refs it gave the page's own
-        document begin."""
+        document begin, and the snapshot itself (what it printed for each ref)."""
         main = main_frame_of(snapshot)
+        self._printed[page] = snapshot
         if main is None:
             self._main_frame_refs.pop(page, None)
         else:
@@ -255,8 +262,10 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     def forget_left(self) -> None:
         """A new reply of the model's: the page may have changed by itself since the last action's snapshot, so the
-        next read_page takes its own. Called between member calls, while no call of this toolset runs."""
+        next read_page takes its own, and the tabs' titles are read again. Called between member calls, while no call
+        of this toolset runs."""
         self._left = None
+        self._titles.clear()
 
     def take_step(self) -> dict[str, Any] | None:
         """What the last member call that acts on the page did, once: {member, target, url, fingerprint}, the target
@@ -276,17 +285,23 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         # A ref of the page's own document is described without asking Playwright for its frame (two round trips
         # before every action); a ref of a child frame, or of a tab no whole snapshot was taken of, asks.
         in_frame = ref_frame(ref) not in ("", self._main_frame_refs.get(page))
-        self._target = await describe(page, self._locator(page, ref), in_frame=in_frame)
+        printed = None if in_frame else printed_as(self._printed.get(page, ""), ref)
+        self._target = await describe(page, self._locator(page, ref), in_frame=in_frame, printed=printed)
 
     async def _acted(self, member: str, page: Page) -> None:
         """After an action that succeeded: the step take_step gives, with the page it left (the active tab's)."""
         now = self.active_page() or page
-        try:
-            # read_page's snapshot: remembered, so the loop's page fingerprint after the turn costs no second one
-            snapshot = await now.aria_snapshot(mode="ai", depth=READ_PAGE_DEFAULT_DEPTH, timeout=ACTION_TIMEOUT_MS)
-        except PlaywrightError:
-            snapshot = ""
-        else:
+        # read_page's snapshot: remembered, so the loop's page fingerprint after the turn costs no second one; the
+        # title for the call's browser state is read beside it, not after
+        read, _ = await asyncio.gather(
+            now.aria_snapshot(mode="ai", depth=READ_PAGE_DEFAULT_DEPTH, timeout=ACTION_TIMEOUT_MS),
+            self._title(now),
+            return_exceptions=True,
+        )
+        if isinstance(read, BaseException) and not isinstance(read, PlaywrightError):
+            raise read
+        snapshot = read if isinstance(read, str) else ""
+        if isinstance(read, str):
             self._remember(now, snapshot)
             self._left = (now, now.url, snapshot)
         self._step = {
@@ -454,17 +469,21 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     def _forget(self, page: Page) -> None:
         self._watches.pop(page, None)
+        self._titles.pop(page, None)
         for tab_id, known in list(self._tabs.items()):
             if known is page:
                 del self._tabs[tab_id]
                 if self._active == tab_id:
                     self._active = next(reversed(self._tabs), None)
 
-    async def _page(self, tab_id: str | None, *, member: bool = True) -> Page:
-        """The tab a member acts on (the active one by default), once a navigation in flight in it has arrived."""
+    async def _page(self, tab_id: str | None, *, member: bool = True, reads: bool = False) -> Page:
+        """The tab a member acts on (the active one by default), once a navigation in flight in it has arrived.
+        `reads`: the member only reads the page, so the titles read since the last action still hold."""
         if member:
             self._snapshot = None  # the member may change the page; read_page and find remember theirs afterwards
             self._left = None
+            if not reads:
+                self._titles.clear()
         await self._contain()
         if tab_id:
             page = self._tabs.get(tab_id)
@@ -516,10 +535,16 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             self._containments = {task for task in self._containments if not task.done()}
 
     async def _title(self, page: Page) -> str:
+        known = self._titles.get(page)
+        if known is not None and known[0] == page.url:
+            return known[1]
+        url = page.url
         try:
-            return await page.title()
+            title = await page.title()
         except PlaywrightError:
             return ""  # mid-navigation
+        self._titles[page] = (url, title)
+        return title
 
     async def _entry(self, tab_id: str) -> BetaBrowserStateTabEntryParam:
         page = self._tabs[tab_id]
@@ -531,14 +556,14 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             # a call that started a download reports how it ended (within a bound; later, with the next call)
             await self.downloads.settle()
             self._changes.extend(self.downloads.take_changes())
-        tabs = [await self._entry(tab_id) for tab_id in list(self._tabs)]
+        tabs = list(await asyncio.gather(*(self._entry(tab_id) for tab_id in list(self._tabs))))
         changes, self._changes = self._changes, []
         return BetaBrowserState(tabs=tabs, state_changes=changes)
 
     async def list_tabs(
         self, context: BetaToolsetCallContext, input: BetaBrowserListTabsInput
     ) -> list[BetaBrowserStateTabEntryParam]:
-        return [await self._entry(tab_id) for tab_id in list(self._tabs)]
+        return list(await asyncio.gather(*(self._entry(tab_id) for tab_id in list(self._tabs))))
 
     async def new_tab(
         self, context: BetaToolsetCallContext, input: BetaBrowserNewTabInput
@@ -645,7 +670,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         watch = self._watches.get(left[0]) if left is not None else None
         if watch is not None and watch.in_flight:
             left = None  # the page is on its way elsewhere: read where it arrives
-        page = await self._page(input.tab_id)
+        page = await self._page(input.tab_id, reads=True)
         depth = input.depth if input.depth is not None else READ_PAGE_DEFAULT_DEPTH
         if input.ref:
             snapshot = await self._locator(page, input.ref).aria_snapshot(mode="ai", depth=depth)
@@ -664,7 +689,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         return bounded(snapshot, READ_PAGE_MAX_CHARS)
 
     async def find(self, context: BetaToolsetCallContext, input: BetaBrowserFindInput) -> str:
-        page = await self._page(input.tab_id)
+        page = await self._page(input.tab_id, reads=True)
         snapshot = await page.aria_snapshot(mode="ai")
         self._remember(page, snapshot)
         matches = rank_snapshot_lines(snapshot, input.query)[:FIND_MAX_MATCHES]
@@ -673,7 +698,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         return "\n".join(matches)
 
     async def get_page_text(self, context: BetaToolsetCallContext, input: BetaBrowserGetPageTextInput) -> str:
-        page = await self._page(input.tab_id)
+        page = await self._page(input.tab_id, reads=True)
         return await self._page_text(page, PAGE_TEXT_MAX_CHARS)
 
     async def _page_text(self, page: Page, limit: int) -> str:
@@ -686,7 +711,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
     async def screenshot(
         self, context: BetaToolsetCallContext, input: BetaBrowserScreenshotInput
     ) -> BetaScreenshotResult:
-        page = await self._page(input.tab_id)
+        page = await self._page(input.tab_id, reads=True)
         png = await self._screenshot(page)
         return BetaScreenshotResult(data=base64.b64encode(png).decode("ascii"), media_type="image/png")
 

@@ -495,6 +495,36 @@ def test_a_read_right_after_an_action_reads_the_actions_snapshot_until_the_next_
     assert "Changed by a script" in next_reply
 
 
+def test_the_title_read_after_an_action_serves_its_reads_until_the_next_action_or_reply(
+    host: BrowserHost, toolset: PlaywrightBrowserToolset, site: str
+) -> None:
+    call(host, toolset, "navigate", url=f"{site}/index.html")
+    page = toolset._tabs["tab_1"]
+
+    def retitle(title: str) -> None:
+        host.run(page.evaluate("title => { document.title = title }", title))
+
+    def titled() -> str:
+        (tab,) = state_of(call(host, toolset, "read_page"))["tabs"]
+        return tab["title"]
+
+    button = ref_of(text_of(call(host, toolset, "read_page")), "button", "Press me")
+    retitle("Before the click")
+    after_click = state_of(call(host, toolset, "left_click", target={"type": "ref", "ref": button}))
+    retitle("Changed by a script")  # behind the toolset's back, between two calls of one reply
+    same_reply = titled()
+    toolset.forget_left()  # the model's next reply: the title is read again
+    next_reply = titled()
+    retitle("Changed again")
+    call(host, toolset, "scroll", target={"type": "coordinate", "x": 10, "y": 10}, scroll_direction="down")
+    after_an_action = titled()  # an action since: its state read the title anew
+
+    assert after_click["tabs"][0]["title"] == "Before the click"
+    assert same_reply == "Before the click"
+    assert next_reply == "Changed by a script"
+    assert after_an_action == "Changed again"
+
+
 # --- network guard -------------------------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from runtime.browser.targets import main_frame_of, ref_frame, structure_fingerprint, structure_of
+from runtime.browser.targets import main_frame_of, printed_as, ref_frame, structure_fingerprint, structure_of
 from tests.support import browsers
 from tests.support.replies import ref_of
 
@@ -84,6 +84,32 @@ def test_a_refs_frame_part_and_the_main_frames_from_a_snapshot():
     assert main_frame_of(page) == "f4"
     assert main_frame_of('- generic [ref=e1]:\n  - iframe [ref=e2]:\n    - button "In" [ref=f1e1]') == ""
     assert main_frame_of('- heading "No refs" [level=1]') is None
+
+
+def test_the_role_and_name_a_snapshot_printed_for_a_ref():
+    page = '- generic [ref=e1]:\n  - button "Add \\"Kettle\\"" [ref=e12] [cursor=pointer]\n  - textbox [ref=e13]: Ada'
+    assert printed_as(page, "e12") == ("button", 'Add "Kettle"')
+    assert printed_as(page, "e13") == ("textbox", "")
+    assert printed_as(page, "e1") == ("generic", "")
+    assert printed_as(page, "e2") is None
+
+
+def test_an_element_the_page_renamed_after_the_snapshot_is_clicked_and_its_target_is_what_the_page_holds(host, toolset):
+    # The target is what the snapshot printed for the ref, checked against the page at the click: the other button
+    # renamed since leaves one "More"; the clicked one renamed since has no target a replay could trust, and the
+    # click still reaches it (describing it anew would have given it a new ref and lost the agent's).
+    renamed = "() => { document.querySelectorAll('button')[0].textContent = 'Fewer' }"
+    first, second = re.findall(r'button "More" \[ref=(\w+)\]', snapshot_of(host, toolset))
+    host.run(toolset.active_page().evaluate(renamed))
+    browsers.call(host, toolset, "left_click", target={"type": "ref", "ref": second})
+    assert toolset.take_step()["target"] == {"role": "button", "name": "More", "nth": 0, "frame": None}
+
+    browsers.call(host, toolset, "navigate", url=toolset.active_page().url)
+    first, second = re.findall(r'button "More" \[ref=(\w+)\]', snapshot_of(host, toolset))
+    host.run(toolset.active_page().evaluate(renamed))
+    browsers.call(host, toolset, "left_click", target={"type": "ref", "ref": first})
+    assert toolset.take_step()["target"] is None
+    assert "first" in text_of(browsers.call(host, toolset, "get_page_text"))
 
 
 def test_a_click_on_a_point_has_no_target_and_a_missing_element_is_said_so(host, toolset):
