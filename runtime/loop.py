@@ -628,8 +628,8 @@ class AgentLoop:
 
     def begin_image_once_settled(self, use: BetaToolUseBlock, calls: ReplyCalls, rest: list[BetaToolUseBlock]) -> None:
         """After a reply's last action, when only reads of the page follow it (read_page after a click, the common
-        reply) or nothing does: the live-view image is begun now, while the reads and the turn's notices run, not
-        after the turn's results. The page is the one the turn leaves either way."""
+        reply) or nothing does: the live-view image and the storage-state read are begun now, while the reads and the
+        turn's notices run, not after the turn's results. The page is the one the turn leaves either way."""
         if (
             calls.acted
             and not calls.halted
@@ -638,6 +638,7 @@ class AgentLoop:
             and not calls.showed_page()
         ):
             self.browser.begin_live_view_image()
+            self.browser.begin_state_read()
             calls.image_begun = True
 
     def add_turn_notices(self, calls: ReplyCalls) -> list[str]:

@@ -118,6 +118,7 @@ class RunBrowser:
         self._image: concurrent.futures.Future[tuple[bytes, str]] | None = None  # until the lane's job takes it
         self._image_capture: concurrent.futures.Future[tuple[bytes, str]] | None = None  # until the next step
         self._state_read: concurrent.futures.Future[dict[str, Any]] | None = None
+        self._state_kept: Callable[[], None] | None = None  # the lane's job for a read begun early (begin_state_read)
 
     @property
     def host(self) -> BrowserHost:
@@ -310,7 +311,8 @@ class RunBrowser:
         # a member reports its failure in its result: with the browser gone, that failure is a crash
         failed = bool(block.get("is_error"))
         crashed_if_gone(self.host, failed=failed, message=crashed, watch=self._watch)
-        self.stale = True
+        if use.name not in READ_ONLY_MEMBERS:
+            self.stale = True  # a read of the page leaves its storage state as the last action did
         self.progress.url = self.current_url()
         step = toolset.take_step()
         if step is not None and not failed:
@@ -357,6 +359,9 @@ class RunBrowser:
         loop, and what the lane runs to keep its result; None when nothing may have changed the state since the last
         read. The next step waits for it (a state read while a step acts would be neither the old page's nor the new
         one's)."""
+        kept, self._state_kept = self._state_kept, None
+        if kept is not None and not self.stale:
+            return kept  # begun after the turn's last action, and nothing has acted since
         if not self.stale:
             return None
         self.stale = False
@@ -375,6 +380,12 @@ class RunBrowser:
             self.saved_state_values |= tracing.state_values(state)
 
         return keep
+
+    def begin_state_read(self) -> None:
+        """Start the storage-state read now, after the turn's last action, when only reads of the page follow it: it
+        runs beside them and is over before the next model reply acts (stale_state_read hands the lane its job)."""
+        if self.stale and self._state_kept is None:
+            self._state_kept = self.stale_state_read()
 
     def begin_live_view_image(self) -> None:
         """Start taking the viewport image of the page as the last step left it, for people watching, at once on the
