@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 TRACE_STOP_TIMEOUT_SECONDS = 30
 TEXT_SUFFIXES = (".trace", ".network", ".stacks", ".html", ".css", ".js", ".json", ".txt", ".svg", ".xml")
+# Call stacks of the worker's own code (file paths on the worker): never in an archive a person downloads
+LEFT_OUT = frozenset({"trace.stacks"})
 
 
 async def start(context: Any, title: str) -> None:
@@ -52,6 +54,19 @@ async def start(context: Any, title: str) -> None:
         await context.tracing.start(title=title, screenshots=screenshots, snapshots=True, sources=False)
     except Exception:
         log.warning("no trace for %s", title, exc_info=True)
+        return
+    without_call_stacks(context)
+
+
+def without_call_stacks(context: Any) -> None:
+    """Stop Playwright's client sending the Python call stack of every call to the trace, as it does while any trace
+    records: a message per call, about 8 ms of the worker's CPU a step (bench/step_speed.py, docs/benchmarks.md),
+    for call locations in the worker's own code that the archive would then carry to whoever downloads it (and
+    mask_archive drops). Playwright has no option for it; its tracing's own reset, the one a stopping trace runs, is
+    called here, and when a new version renames it the stacks come back and a test says so."""
+    reset = getattr(getattr(context.tracing, "_impl_obj", None), "_reset_stack_counter", None)
+    if callable(reset):
+        reset()
 
 
 def spellings(secret: str) -> list[str]:
@@ -79,12 +94,14 @@ def mask_archive(
     source: Path, target: Path, secrets: dict[str, str] | None, state: dict[str, str] | None = None
 ) -> None:
     """Copy a trace archive with every secret value in its text entries replaced by the secret's placeholder, and
-    every value of `state` ({value: shown}, state_values) by what it shows."""
+    every value of `state` ({value: shown}, state_values) by what it shows; the worker's call stacks left out."""
     replaced = (state or {}) | {value: placeholder(name) for name, value in (secrets or {}).items() if value}
     pairs = [(form.encode(), label.encode()) for value, label in replaced.items() for form in spellings(value)]
     pairs.sort(key=lambda pair: -len(pair[0]))
     with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as masked:
         for entry in original.infolist():
+            if entry.filename in LEFT_OUT:
+                continue
             data = original.read(entry)
             if pairs and is_text(entry.filename, data):
                 for value, label in pairs:

@@ -2,6 +2,7 @@
 agent's tab while it runs (and only then), the replay of every screenshot step, the run's Playwright trace with
 secrets masked, and the pages at phone and desktop widths."""
 
+import asyncio
 import io
 import json
 import os
@@ -10,9 +11,11 @@ import zipfile
 import pytest
 from django.conf import settings
 from django.test import Client
+from playwright.async_api import async_playwright
 from playwright.sync_api import expect, sync_playwright
 
 from runs.models import Run
+from runtime.browser import tracing
 from runtime.browser.tracing import mask_archive
 from scripted_api.wire import tool_use_reply
 from tests import messages_stub as stub_fixtures
@@ -89,6 +92,7 @@ def test_the_live_view_streams_a_real_run_then_stops_and_the_run_keeps_a_trace_a
     archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
     names = archive.namelist()
     assert "trace.trace" in names and "trace.network" in names
+    assert "trace.stacks" not in names, "the worker's call stacks (its code's paths) went into the run's trace"
     actions = [json.loads(line) for line in archive.read("trace.trace").decode().splitlines() if line.strip()]
     methods = {entry.get("method") or entry.get("apiName") for entry in actions if entry.get("type") == "before"}
     assert {"mouseClick", "ariaSnapshot"} <= methods, methods
@@ -162,6 +166,28 @@ def test_a_trace_keeps_no_secret_value_the_agent_typed(tmp_path, site):
     for spelling in (secret, "canary-s3cret%2F%26value", "canary-s3cret/\\u0026value", "canary-s3cret/&amp;value"):
         assert spelling.encode() not in text, spelling
     assert b"{{secret:SEARCH_TOKEN}}" in text
+
+
+def test_a_runs_trace_records_its_calls_without_the_workers_call_stacks(tmp_path, site):
+    """As Playwright writes it, before mask_archive: the client sent no call stacks (a message per call) to it."""
+    raw = tmp_path / "raw.zip"
+
+    async def record() -> None:
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=settings.BROWSER_EXECUTABLE, args=CHROMIUM_ARGS)
+            context = await browser.new_context()
+            await tracing.start(context, "a run")
+            page = await context.new_page()
+            await page.goto(f"{site}/index.html")
+            await page.aria_snapshot(mode="ai")
+            await context.tracing.stop(path=str(raw))
+            await browser.close()
+
+    asyncio.run(record())
+    archive = zipfile.ZipFile(raw)
+    assert "trace.stacks" not in archive.namelist()
+    actions = [json.loads(line) for line in archive.read("trace.trace").decode().splitlines() if line.strip()]
+    assert "ariaSnapshot" in {entry.get("method") for entry in actions if entry.get("type") == "before"}
 
 
 @pytest.mark.parametrize("width", [390, 1440])
