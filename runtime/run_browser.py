@@ -259,6 +259,7 @@ class RunBrowser:
 
     def open_page(self, url: str, *, doing: str, timeout: float | None = None) -> str:
         """Open `url` in the agent's tab; returns why it did not open, or "" (a crash is raised)."""
+        self.stale = True  # the page may set cookies and storage as it loads, as an action's page does
         try:
             self.call(
                 self.toolset.open(url),
@@ -525,6 +526,7 @@ class RunBrowser:
         self.start_trace()
         if not url or url == "about:blank":
             return ""
+        self.stale = True
         try:
             self.call(self.toolset.open(url), doing="reopen the page", crashed=lambda error: f"{crash} {error}")
         except BrowserCrashed:
