@@ -100,7 +100,7 @@ async def describe(
     """What `locator` (an aria ref, as the agent named it) points to now: {role, name, nth, frame}, or None when it
     is no element a role locator finds again (no role, or the accessible names disagree). `in_frame`: the ref is a
     child frame's (`f1e3`); a page's own refs (`e3`) are in its main frame. `printed`: the role and name the page's
-    last whole snapshot printed for a page's own ref (printed_as).
+    last whole snapshot printed for the ref (printed_as), used for a page's own ref.
 
     Its cost is on every action of every run. With `printed`, one round trip asks two things at once: whether the
     element still has that role and name, and how many elements have them. Without, the element's own snapshot says

@@ -188,9 +188,8 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         self._tabs: dict[str, Page] = {}
         self._watches: dict[Page, NavigationWatch] = {}
         self._snapshot: tuple[Page, str, str] | None = None  # (tab, url, aria snapshot) of the turn's last read
-        # The frame part of each tab's own refs, from its last whole-page snapshot (runtime.browser.targets.main_frame_of)
-        self._main_frame_refs: weakref.WeakKeyDictionary[Page, str] = weakref.WeakKeyDictionary()
-        # Each tab's last whole-page snapshot: what it printed for a ref is what an action's target is first taken for
+        # Each tab's last whole-page snapshot: how its own document's refs begin (runtime.browser.targets.main_frame_of)
+        # and what it printed for a ref, which is what an action's target is first taken for (printed_as)
         self._printed: weakref.WeakKeyDictionary[Page, str] = weakref.WeakKeyDictionary()
         # The snapshot the last action took of the page it left, while no other member has run since in the same
         # reply: a read_page right after it reads that one rather than a second of the same page (forget_left).
@@ -248,17 +247,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
 
     def _remember(self, page: Page, snapshot: str) -> None:
         self._snapshot = (page, page.url, snapshot)
-        self._note_main_frame(page, snapshot)
-
-    def _note_main_frame(self, page: Page, snapshot: str) -> None:
-        """After a whole-page snapshot (never one of a single element's): how the refs it gave the page's own
-        document begin, and the snapshot itself (what it printed for each ref)."""
-        main = main_frame_of(snapshot)
         self._printed[page] = snapshot
-        if main is None:
-            self._main_frame_refs.pop(page, None)
-        else:
-            self._main_frame_refs[page] = main
 
     def forget_left(self) -> None:
         """A new reply of the model's: the page may have changed by itself since the last action's snapshot, so the
@@ -284,9 +273,11 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
         ref = normalize_ref(ref)
         # A ref of the page's own document is described without asking Playwright for its frame (two round trips
         # before every action); a ref of a child frame, or of a tab no whole snapshot was taken of, asks.
-        in_frame = ref_frame(ref) not in ("", self._main_frame_refs.get(page))
-        printed = None if in_frame else printed_as(self._printed.get(page, ""), ref)
-        self._target = await describe(page, self._locator(page, ref), in_frame=in_frame, printed=printed)
+        printed = self._printed.get(page, "")
+        in_frame = ref_frame(ref) not in ("", main_frame_of(printed))
+        self._target = await describe(
+            page, self._locator(page, ref), in_frame=in_frame, printed=printed_as(printed, ref)
+        )
 
     async def _acted(self, member: str, page: Page) -> None:
         """After an action that succeeded: the step take_step gives, with the page it left (the active tab's)."""
@@ -683,7 +674,7 @@ class PlaywrightBrowserToolset(BetaAsyncAbstractBrowserToolset20260801):
             if depth == READ_PAGE_DEFAULT_DEPTH:
                 self._remember(page, snapshot)
             else:
-                self._note_main_frame(page, snapshot)
+                self._printed[page] = snapshot
         if input.filter == "interactive":
             snapshot = "\n".join(line for line in snapshot.splitlines() if line_role(line) in INTERACTIVE_ROLES)
         return bounded(snapshot, READ_PAGE_MAX_CHARS)
